@@ -28,7 +28,8 @@ METRIC_KEYS = (
     "mean_e2e_latency_ms", "p99_e2e_latency_ms",
 )
 
-SECRET_NAME = re.compile(r"(?i)(token|secret|password|api[_-]?key|credential)")
+# A name part that marks a secret: HF_TOKEN, --api-key, PROXMOX_TOKEN_SECRET; not --tokenizer.
+SECRET_NAME = re.compile(r"(?i)(^|[-_])(token|secret|password|passwd|credentials?|api[-_]?key|access[-_]?key)($|[-_])")
 REDACTED = "<redacted>"
 
 
@@ -75,7 +76,7 @@ def redact_argv(argv, secrets):
             out.append(REDACTED)
         else:
             out.append(item)
-        hide_next = item.startswith("--") and bool(SECRET_NAME.search(item))
+        hide_next = item.startswith("--") and bool(SECRET_NAME.search(item.lstrip("-")))
     return out
 
 

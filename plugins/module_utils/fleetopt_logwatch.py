@@ -189,12 +189,20 @@ class LogWatcher:
             "also_seen": symptoms,
         }
 
-    def phase_times(self, end=None):
-        """Per-phase start offsets and durations, relative to the first phase."""
+    def phase_times(self, end=None, origin=None):
+        """Per-phase start offsets and durations.
+
+        With `origin` (the launch time) the time before the first recognised line is
+        reported as a `launch` phase: interpreter start and imports, often many seconds.
+        """
         if not self.phase_order:
             return {}
-        origin = self.phases[self.phase_order[0]]["start"]
+        first = self.phases[self.phase_order[0]]["start"]
         result = {}
+        if origin is not None and first > origin:
+            result["launch"] = {"start_s": 0.0, "duration_s": round(first - origin, 3), "line": None, "info": {}}
+        else:
+            origin = first
         for index, name in enumerate(self.phase_order):
             start = self.phases[name]["start"]
             if index + 1 < len(self.phase_order):

@@ -1,11 +1,28 @@
 # -*- coding: utf-8 -*-
 # Copyright: fleetopt contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""SGLang adapter: `python -m sglang.launch_server` and `sglang.bench_serving`.
+"""SGLang adapter: `python -m sglang.launch_server` and SGLang's serving benchmark.
 
-Built to the facts in shared/reference/sglang-facts.md. The benchmark runs
-offline: `--dataset-name random-ids` with a local tokenizer and HF_HUB_OFFLINE=1
-(`random` and `sharegpt` try to download ShareGPT).
+Built to the facts in shared/reference/sglang-facts.md and to what the released wheels
+contain (their argument parsers were snapshotted for 0.5.9, 0.5.10 and 0.5.23 under
+tests/fixtures/sglang/args/; the other boundaries below were read off the wheels' source).
+
+Catalog flags are written once, in the 0.5.9 spelling (`--enable-piecewise-cuda-graph`,
+`--cuda-graph-max-bs`, ...). `normalize_flags` rewrites the merged flag mapping into the
+installed release's spelling, and `unsupported_flags` names whatever that release cannot
+accept, so that such a variant is reported not_applicable instead of dying in argparse.
+
+How piecewise (prefill/extend) CUDA graphs are switched, release by release:
+
+    0.5.4  - 0.5.9    off by default; `--enable-piecewise-cuda-graph` turns them on
+    0.5.10 - 0.5.13   on by default; `--disable-piecewise-cuda-graph` turns them off
+                      (`--enable-...` is then a deprecated no-op)
+    0.5.14 and later  `--cuda-graph-backend-prefill full|breakable|disabled` (and
+                      `tc_piecewise`, the torch.compile runner, up to 0.5.21); the old
+                      piecewise flags stay as deprecated aliases up to 0.5.19
+
+The benchmark runs offline: `--dataset-name random-ids` with a local tokenizer and
+HF_HUB_OFFLINE=1 (`random` and `sharegpt` try to download ShareGPT).
 """
 from __future__ import absolute_import, division, print_function
 
@@ -13,7 +30,91 @@ __metaclass__ = type
 
 import json
 
-from ansible.module_utils.fleetopt_engine import BenchmarkFailed, EngineAdapter, render_flags
+from ansible.module_utils.fleetopt_engine import (
+    BenchmarkFailed, EngineAdapter, merge_flags, render_flags, version_in_range,
+)
+
+PIECEWISE_DEFAULT_ON = ">=0.5.10,<0.5.14"
+CUDA_GRAPH_BACKENDS = ">=0.5.14"
+BENCHMARK_PACKAGE = ">=0.5.23"
+
+# Flags whose presence depends on the release: flag -> (releases that accept it, why not).
+FLAG_RELEASES = {
+    "--enable-piecewise-cuda-graph": (
+        ">=0.5.4,<0.5.14",
+        "piecewise CUDA graphs arrived in 0.5.4; from 0.5.14 they are chosen with "
+        "--cuda-graph-backend-prefill",
+    ),
+    "--disable-piecewise-cuda-graph": (
+        ">=0.5.10,<0.5.20",
+        "exists from 0.5.10 (when piecewise CUDA graphs became the default) to 0.5.19; "
+        "later releases use --cuda-graph-backend-prefill disabled",
+    ),
+    "--enforce-piecewise-cuda-graph": (
+        ">=0.5.10,<0.5.20",
+        "exists from 0.5.10 to 0.5.19 only",
+    ),
+    "--piecewise-cuda-graph-compiler": (
+        ">=0.5.4,<0.5.20",
+        "the torch.compile piecewise runner and its compiler choice were removed",
+    ),
+    "--piecewise-cuda-graph-tokens": (">=0.5.4,<0.5.20", "replaced by --cuda-graph-bs-prefill"),
+    "--piecewise-cuda-graph-max-tokens": (">=0.5.4,<0.5.20", "replaced by --cuda-graph-max-bs-prefill"),
+    "--cuda-graph-max-bs": ("<0.5.20", "replaced by --cuda-graph-max-bs-decode (0.5.14)"),
+    "--cuda-graph-bs": ("<0.5.20", "replaced by --cuda-graph-bs-decode (0.5.14)"),
+    "--cuda-graph-backend-decode": (CUDA_GRAPH_BACKENDS, "per-phase CUDA graph backends arrived in 0.5.14"),
+    "--cuda-graph-backend-prefill": (CUDA_GRAPH_BACKENDS, "per-phase CUDA graph backends arrived in 0.5.14"),
+    "--cuda-graph-max-bs-decode": (CUDA_GRAPH_BACKENDS, "per-phase CUDA graph sizes arrived in 0.5.14"),
+    "--cuda-graph-max-bs-prefill": (CUDA_GRAPH_BACKENDS, "per-phase CUDA graph sizes arrived in 0.5.14"),
+    "--cuda-graph-bs-decode": (CUDA_GRAPH_BACKENDS, "per-phase CUDA graph sizes arrived in 0.5.14"),
+    "--cuda-graph-bs-prefill": (CUDA_GRAPH_BACKENDS, "per-phase CUDA graph sizes arrived in 0.5.14"),
+    "--disable-prefill-cuda-graph": (CUDA_GRAPH_BACKENDS, "per-phase CUDA graph switches arrived in 0.5.14"),
+    "--disable-decode-cuda-graph": (CUDA_GRAPH_BACKENDS, "per-phase CUDA graph switches arrived in 0.5.14"),
+    "--flashinfer-allreduce-fusion-backend": (">=0.5.23", "checked present in 0.5.23, absent in 0.5.10"),
+}
+
+# Values a choice flag accepts, per release range: flag -> [(range, allowed values)].
+FLAG_CHOICES = {
+    "--cuda-graph-backend-prefill": [
+        (">=0.5.14,<0.5.22", ("full", "breakable", "tc_piecewise", "disabled")),
+        (">=0.5.22", ("full", "breakable", "disabled")),
+    ],
+    "--cuda-graph-backend-decode": [
+        (">=0.5.14,<0.5.22", ("full", "breakable", "tc_piecewise", "disabled")),
+        (">=0.5.22", ("full", "breakable", "disabled")),
+    ],
+}
+
+# Old spelling -> spelling from 0.5.14 on (both directions are translated).
+RENAMED_AT_0_5_14 = {
+    "--cuda-graph-max-bs": "--cuda-graph-max-bs-decode",
+    "--cuda-graph-bs": "--cuda-graph-bs-decode",
+    "--piecewise-cuda-graph-max-tokens": "--cuda-graph-max-bs-prefill",
+    "--piecewise-cuda-graph-tokens": "--cuda-graph-bs-prefill",
+}
+
+# Aliases every release accepts; one spelling avoids a flag given twice.
+ALIASES = {
+    "--expert-parallel-size": "--ep-size",
+    "--ep": "--ep-size",
+    "--tp": "--tp-size",  # only an argparse prefix, ambiguous where other --tp-* flags exist
+    "--tensor-parallel-size": "--tp-size",
+}
+
+PIECEWISE_FLAGS = (
+    "--enable-piecewise-cuda-graph", "--disable-piecewise-cuda-graph",
+    "--enforce-piecewise-cuda-graph", "--disable-prefill-cuda-graph",
+    "--cuda-graph-backend-prefill",
+)
+PREFILL_GRAPH_ON = "breakable"
+PREFILL_GRAPH_OFF = "disabled"
+
+# Metric keys of bench_serving's JSONL record that differ from fleetopt's names.
+BENCH_KEY_MAP = {"duration_s": "duration"}
+
+
+def _present(value):
+    return value is not None and value is not False
 
 
 class SglangAdapter(EngineAdapter):
@@ -21,6 +122,118 @@ class SglangAdapter(EngineAdapter):
     distributions = ("sglang",)
     health_path = "/health_generate"
 
+    # -- release checks ------------------------------------------------------
+    def _is(self, spec):
+        return self.version is not None and version_in_range(self.version, spec)
+
+    def baseline_flags(self):
+        """Piecewise CUDA graphs off, explicitly where the release turns them on by default."""
+        if self._is(PIECEWISE_DEFAULT_ON):
+            return {"--disable-piecewise-cuda-graph": True}
+        if self._is(CUDA_GRAPH_BACKENDS):
+            return {"--cuda-graph-backend-prefill": PREFILL_GRAPH_OFF}
+        return {}
+
+    # -- flag spelling -------------------------------------------------------
+    def normalize_flags(self, flags):
+        """The merged flag mapping (model + baseline + variant), spelled for this release.
+
+        Idempotent. Values of None/False are dropped (they mean "leave out"). When both
+        an opt-in and an opt-out of piecewise CUDA graphs are present, the opt-in wins:
+        only a variant asks for them, the opt-out comes from the baseline.
+        """
+        flags = dict((ALIASES.get(k, k), v) for k, v in flags.items() if _present(v))
+        if self.version is None:
+            return flags
+        flags = self._rename_graph_sizes(flags)
+        return self._spell_piecewise(flags)
+
+    def _rename_graph_sizes(self, flags):
+        new_names = self._is(CUDA_GRAPH_BACKENDS)
+        renamed = {}
+        for flag, value in flags.items():
+            if new_names:
+                flag = RENAMED_AT_0_5_14.get(flag, flag)
+            else:
+                flag = next((old for old, new in RENAMED_AT_0_5_14.items() if new == flag), flag)
+            renamed[flag] = value
+        return renamed
+
+    def _piecewise_wanted(self, flags):
+        """True (on), False (off) or None (not mentioned) for prefill/piecewise graphs."""
+        backend = flags.get("--cuda-graph-backend-prefill")
+        if flags.get("--enable-piecewise-cuda-graph") or flags.get("--enforce-piecewise-cuda-graph"):
+            return True
+        if backend not in (None, PREFILL_GRAPH_OFF):
+            return True
+        if (flags.get("--disable-piecewise-cuda-graph") or flags.get("--disable-prefill-cuda-graph")
+                or backend == PREFILL_GRAPH_OFF):
+            return False
+        return None
+
+    def _spell_piecewise(self, flags):
+        wanted = self._piecewise_wanted(flags)
+        if wanted is None:
+            return flags
+        enforce = bool(flags.get("--enforce-piecewise-cuda-graph"))
+        explicit_backend = flags.get("--cuda-graph-backend-prefill")
+        out = dict((k, v) for k, v in flags.items() if k not in PIECEWISE_FLAGS)
+        if self._is(CUDA_GRAPH_BACKENDS):
+            if wanted and explicit_backend not in (None, PREFILL_GRAPH_OFF):
+                out["--cuda-graph-backend-prefill"] = explicit_backend
+            else:
+                out["--cuda-graph-backend-prefill"] = PREFILL_GRAPH_ON if wanted else PREFILL_GRAPH_OFF
+        elif self._is(PIECEWISE_DEFAULT_ON):
+            if not wanted:
+                out["--disable-piecewise-cuda-graph"] = True
+            elif enforce:
+                out["--enforce-piecewise-cuda-graph"] = True
+        elif wanted:
+            # 0.5.9 and earlier: opt-in; before 0.5.4 the flag stays so it is reported.
+            out["--enable-piecewise-cuda-graph"] = True
+        return out
+
+    def unsupported_flags(self, flags):
+        """[(flag, reason)] for what the installed release would refuse."""
+        if self.version is None:
+            return []
+        flags = self.normalize_flags(flags)
+        problems = []
+        for flag, value in flags.items():
+            reason = self._flag_problem(flag, value)
+            if reason:
+                problems.append((flag, reason))
+        problems.extend(self._combination_problems(flags))
+        return problems
+
+    def _flag_problem(self, flag, value):
+        releases = FLAG_RELEASES.get(flag)
+        if releases and not version_in_range(self.version, releases[0]):
+            return "SGLang %s has no %s (accepted by releases %s: %s)" % (
+                self.version, flag, releases[0], releases[1])
+        for spec, allowed in FLAG_CHOICES.get(flag, ()):
+            if version_in_range(self.version, spec) and str(value) not in allowed:
+                return "SGLang %s accepts %s only as one of %s, not %r" % (
+                    self.version, flag, "|".join(allowed), value)
+        return None
+
+    def _combination_problems(self, flags):
+        if flags.get("--enable-two-batch-overlap") and flags.get("--moe-a2a-backend", "none") == "none":
+            return [("--enable-two-batch-overlap",
+                     "two-batch overlap needs --moe-a2a-backend other than none "
+                     "(SGLang refuses it with a ValueError)")]
+        return []
+
+    def launch_flags(self, *layers):
+        """Merge flag layers over this release's baseline and spell them for it.
+
+        Returns (flags, unsupported): a variant with any unsupported flag is
+        not_applicable, with those reasons.
+        """
+        merged = merge_flags(self.baseline_flags(), *layers)
+        return self.normalize_flags(merged), self.unsupported_flags(merged)
+
+    # -- commands --------------------------------------------------------------
     def server_command(self, python, model, served_model_name, host, port, flags):
         return [
             python, "-m", "sglang.launch_server",
@@ -28,12 +241,16 @@ class SglangAdapter(EngineAdapter):
             "--served-model-name", served_model_name,
             "--host", host,
             "--port", str(port),
-        ] + render_flags(flags)
+        ] + render_flags(self.normalize_flags(flags))
+
+    def bench_module(self):
+        """`sglang.bench_serving` became a deprecated shim of `sglang.benchmark.serving`."""
+        return "sglang.benchmark.serving" if self._is(BENCHMARK_PACKAGE) else "sglang.bench_serving"
 
     def bench_command(self, python, base_url, served_model_name, tokenizer, concurrency,
                       num_prompts, input_len, output_len, seed, result_path, extra_args=None):
         return [
-            python, "-m", "sglang.bench_serving",
+            python, "-m", self.bench_module(),
             "--backend", "sglang",
             "--base-url", base_url,
             "--model", served_model_name,
@@ -46,6 +263,7 @@ class SglangAdapter(EngineAdapter):
             "--max-concurrency", str(concurrency),
             "--seed", str(seed),
             "--output-file", result_path,
+            "--output-details",
             "--disable-tqdm",
         ] + list(extra_args or [])
 
@@ -53,12 +271,48 @@ class SglangAdapter(EngineAdapter):
         return {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 
     def parse_bench_result(self, path):
-        """Last record of the JSONL file (bench_serving appends one per run)."""
-        with open(path) as handle:
-            records = [json.loads(line) for line in handle if line.strip()]
-        if not records:
+        """Metrics of the last record of bench_serving's JSONL file (it appends one per run).
+
+        Key sets differ by release (0.5.6 has no p90_e2e_latency_ms; 0.5.23 adds p90/p95
+        of every latency and goodput); the keys fleetopt reports exist in all of them.
+        """
+        record = self._last_record(path)
+        completed = record.get("completed")
+        if not completed:
+            raise BenchmarkFailed(self._no_completion_reason(record, path))
+        metrics = self.normalized(record, BENCH_KEY_MAP)
+        metrics["failed"] = self._failed_count(record)
+        return metrics
+
+    @staticmethod
+    def _last_record(path):
+        try:
+            with open(path) as handle:
+                lines = [line for line in handle if line.strip()]
+        except (IOError, OSError) as err:
+            raise BenchmarkFailed("bench_serving wrote no result file %s (%s)" % (path, err))
+        if not lines:
             raise BenchmarkFailed("bench_serving wrote no result record to %s" % path)
-        return self.normalized(records[-1], {
-            "duration_s": "duration",
-            "p99_e2e_latency_ms": "p99_e2e_latency_ms",
-        })
+        try:
+            return json.loads(lines[-1])
+        except ValueError as err:
+            raise BenchmarkFailed("the last record of %s is not JSON (%s); truncated run?" % (path, err))
+
+    @staticmethod
+    def _errors(record):
+        return [e for e in record.get("errors") or [] if e]
+
+    def _failed_count(self, record):
+        """Requests that failed, where the record lists them (--output-details)."""
+        if "errors" not in record:
+            return None
+        return float(len(self._errors(record)))
+
+    def _no_completion_reason(self, record, path):
+        errors = self._errors(record)
+        if "completed" not in record:
+            return "the record in %s has no `completed` key; not a bench_serving result" % path
+        if errors:
+            return "all %d requests failed; first error: %s" % (len(errors), str(errors[0])[:300])
+        return "bench_serving completed 0 requests (it writes zeros, not an error, when every request fails)"
+

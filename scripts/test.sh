@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Run every test: lint, unit tests, end-to-end campaigns on the real local engine, and the
+# molecule scenarios of the provisioning roles on podman. Installs what the tests need.
+# Arguments go to pytest (e.g. scripts/test.sh -m "not e2e" for the fast part only).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/bootstrap.sh || exit 1
+export PATH="$PWD/.venv/bin:$PATH"
+status=0
+
+echo "== provisioning the local engine the end-to-end tests use"
+ansible-playbook playbooks/setup_local.yml || exit 1
+
+echo "== ansible-lint"
+ansible-lint || status=1
+
+echo "== pytest"
+python -m pytest "$@" || status=1
+
+if [ -x tests/molecule/run_all.sh ] && [ "${FLEETOPT_SKIP_MOLECULE:-0}" != 1 ]; then
+  echo "== molecule"
+  tests/molecule/run_all.sh || status=1
+fi
+exit $status
