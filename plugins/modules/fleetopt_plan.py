@@ -113,14 +113,13 @@ import json
 import os
 import platform
 import socket
-import subprocess
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.fleetopt_engine import merge_flags, version_in_range
 from ansible.module_utils.fleetopt_engines import get_adapter
+from ansible.module_utils.fleetopt_gpu import gpu_facts
 from ansible.module_utils.fleetopt_process import cmdline, port_in_use, port_listeners, session_pids
 
-GPU_QUERY = "name,driver_version,memory.total,clocks.max.sm,power.limit,pci.bus_id,compute_cap"
 MOE_KEYS = ("num_experts", "n_routed_experts", "num_local_experts", "moe_num_experts")
 
 
@@ -138,28 +137,6 @@ def module_args():
         run_dir=dict(type="path", required=True),
         nvidia_smi=dict(type="str", default="nvidia-smi"),
     )
-
-
-def parse_gpu_csv(text):
-    """Rows of `nvidia-smi --query-gpu=<GPU_QUERY> --format=csv,noheader,nounits`."""
-    gpus = []
-    fields = GPU_QUERY.split(",")
-    for row in text.strip().splitlines():
-        values = [v.strip() for v in row.split(",")]
-        if len(values) == len(fields):
-            gpus.append(dict(zip([f.replace(".", "_") for f in fields], values)))
-    return gpus
-
-
-def gpu_facts(nvidia_smi):
-    try:
-        out = subprocess.run(
-            [nvidia_smi, "--query-gpu=" + GPU_QUERY, "--format=csv,noheader,nounits"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60, check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return []
-    return parse_gpu_csv(out.stdout.decode("utf-8", "replace")) if out.returncode == 0 else []
 
 
 def cpu_model():
@@ -185,7 +162,8 @@ def memory_gib():
 
 
 def host_facts(nvidia_smi):
-    gpus = gpu_facts(nvidia_smi)
+    gpu = gpu_facts(nvidia_smi)
+    gpus = gpu["gpus"]
     return {
         "hostname": socket.gethostname(),
         "platform": "cuda" if gpus else "cpu",
@@ -196,6 +174,8 @@ def host_facts(nvidia_smi):
         "memory_gib": memory_gib(),
         "gpu_count": len(gpus),
         "gpus": gpus,
+        "cuda_version": gpu["cuda_version"],
+        "gpu_topology": gpu["topology"],
     }
 
 

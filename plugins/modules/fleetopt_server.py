@@ -552,9 +552,7 @@ class Lifecycle:
 def main():
     module = AnsibleModule(argument_spec=module_args(), supports_check_mode=True)
     run_dir = module.params["run_dir"]
-    if not os.path.isdir(run_dir):
-        if module.check_mode:
-            module.exit_json(changed=module.params["state"] == "started", server={"status": "stopped"})
+    if not os.path.isdir(run_dir) and not module.check_mode:
         os.makedirs(run_dir)
     lifecycle = Lifecycle(module)
     if module.params["state"] == "stopped":
