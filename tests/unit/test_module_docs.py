@@ -1,0 +1,48 @@
+"""Every module documents itself fully, and its documented options are its real options."""
+import ast
+import importlib.util
+
+import pytest
+import yaml
+
+from helpers import ROOT
+
+MODULES = sorted((ROOT / "plugins" / "modules").glob("*.py"))
+
+
+def load(path):
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: p.stem)
+def test_documentation_examples_and_return_are_valid_and_match_the_argument_spec(path):
+    module = load(path)
+    doc = yaml.safe_load(module.DOCUMENTATION)
+    assert doc["module"] == path.stem
+    assert doc["short_description"] and doc["description"]
+    examples = yaml.safe_load(module.EXAMPLES)
+    assert examples and all(path.stem in task or "fleetopt.%s" % path.stem in task for task in examples)
+    assert yaml.safe_load(module.RETURN)
+    spec = module.module_args()
+    assert set(doc["options"]) == set(spec)
+    for name, option in doc["options"].items():
+        assert option.get("description"), name
+        assert option.get("type", "str") == spec[name].get("type", "str"), name
+        assert option.get("required", False) == spec[name].get("required", False), name
+        if "default" in spec[name]:
+            assert option.get("default") == spec[name]["default"], name
+
+
+@pytest.mark.parametrize("path", MODULES + sorted((ROOT / "plugins" / "module_utils").glob("*.py")),
+                         ids=lambda p: p.stem)
+def test_modules_and_module_utils_import_only_the_standard_library_and_ansible(path):
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+            [node.module] if isinstance(node, ast.ImportFrom) and node.module else [])
+        for name in names:
+            top = name.split(".")[0]
+            assert top in ("ansible", "__future__") or top in __import__("sys").stdlib_module_names, name

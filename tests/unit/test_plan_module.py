@@ -1,0 +1,137 @@
+import json
+import socket
+import stat
+import subprocess
+import sys
+import time
+
+import pytest
+import yaml
+
+from helpers import ROOT
+from module_runner import run_module
+
+CATALOG = {
+    "engine": "vllm",
+    "optimizations": [
+        {"id": "compile", "tier": 1, "flags": {"--enforce-eager": None}},
+        {"id": "async", "tier": 1, "flags": {"--async-scheduling": True}, "requires": {"engine_version": ">=0.10.2"}},
+        {"id": "tp2", "tier": 1, "flags": {"--tensor-parallel-size": 2}, "requires": {"min_gpus": 2, "platform": ["cuda"]}},
+        {"id": "moe_only", "tier": 2, "flags": {"--enable-eplb": True}, "requires": {"moe": True}},
+        {"id": "future", "tier": 2, "flags": {}, "requires": {"engine_version": ">=99.0"}},
+    ],
+}
+
+
+@pytest.fixture
+def engine_python(tmp_path):
+    """An interpreter that sees a `vllm` distribution of a given version (version detection only)."""
+    def make(version="0.32.0+cpu"):
+        site = tmp_path / "site"
+        dist = site / ("vllm-%s.dist-info" % version)
+        dist.mkdir(parents=True)
+        (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: vllm\nVersion: %s\n" % version)
+        python = tmp_path / "python"
+        python.write_text("#!/bin/sh\nPYTHONPATH=%s exec %s \"$@\"\n" % (site, sys.executable))
+        python.chmod(python.stat().st_mode | stat.S_IEXEC)
+        return str(python)
+    return make
+
+
+@pytest.fixture
+def model_dir(tmp_path):
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps({"architectures": ["LlamaForCausalLM"], "model_type": "llama"}))
+    return str(model)
+
+
+def plan(engine_python, model_dir, tmp_path, port, **extra):
+    args = dict(engine="vllm", python=engine_python, model=model_dir, catalog=CATALOG, port=port,
+                run_dir=str(tmp_path / "run"), baseline_flags={"--enforce-eager": True, "--max-model-len": 512},
+                baseline_env={"VLLM_CPU_KVCACHE_SPACE": "1"})
+    args.update(extra)
+    return run_module("fleetopt_plan", args)
+
+
+def test_tier_is_planned_with_baseline_first_and_unmet_prerequisites_explained(engine_python, model_dir, tmp_path, port):
+    result = plan(engine_python(), model_dir, tmp_path, port, tier=1)
+    assert result["changed"] is False
+    assert result["engine_version"] == "0.32.0+cpu"
+    variants = {v["id"]: v for v in result["variants"]}
+    assert [v["id"] for v in result["variants"]] == ["baseline", "compile", "async", "tp2"]
+    assert variants["baseline"]["flags"] == {"--enforce-eager": True, "--max-model-len": 512}
+    assert variants["compile"]["flags"] == {"--max-model-len": 512}
+    assert variants["async"]["applicable"] is True
+    assert variants["tp2"]["applicable"] is False
+    assert "needs 2 GPU(s), host has 0" in variants["tp2"]["reason"]
+    assert "needs platform cuda" in variants["tp2"]["reason"]
+    assert result["host"]["platform"] == "cpu"
+    assert result["model_info"] == {"architecture": "LlamaForCausalLM", "model_type": "llama", "moe": False,
+                                    "num_experts": 0, "config_found": True}
+
+
+def test_engine_version_and_moe_requirements(engine_python, model_dir, tmp_path, port):
+    result = plan(engine_python("0.9.1"), model_dir, tmp_path, port, only=["async", "moe_only", "future"])
+    reasons = {v["id"]: v["reason"] for v in result["variants"]}
+    assert reasons["async"] == "needs engine version >=0.10.2, installed is 0.9.1"
+    assert "mixture-of-experts" in reasons["moe_only"]
+    assert "needs engine version >=99.0" in reasons["future"]
+
+
+def test_moe_model_is_recognised(engine_python, tmp_path, port):
+    model = tmp_path / "moe"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps({"architectures": ["GlmMoeDsaForCausalLM"], "n_routed_experts": 256}))
+    result = plan(engine_python(), str(model), tmp_path, port, only=["moe_only"])
+    assert result["model_info"]["moe"] is True and result["variants"][1]["applicable"] is True
+
+
+@pytest.mark.parametrize("extra,message", [
+    ({"tier": 7}, "unknown tier 7; this catalog has tiers 1, 2"),
+    ({"only": ["compile", "nope"]}, "unknown optimization id(s): nope"),
+    ({"tier": 1, "only": ["compile"]}, "not both"),
+])
+def test_bad_selection_is_refused(engine_python, model_dir, tmp_path, port, extra, message):
+    result = plan(engine_python(), model_dir, tmp_path, port, **extra)
+    assert result["failed"] is True and message in result["msg"]
+
+
+def test_missing_model_is_refused(engine_python, tmp_path, port):
+    result = plan(engine_python(), str(tmp_path / "absent"), tmp_path, port, tier=1)
+    assert result["failed"] is True and "model path" in result["msg"] and "does not exist" in result["msg"]
+
+
+def test_missing_engine_is_refused(model_dir, tmp_path, port):
+    result = plan(str(tmp_path / "no-venv" / "python"), model_dir, tmp_path, port, tier=1)
+    assert result["failed"] is True and "install the vllm engine" in result["msg"]
+    result = plan(sys.executable, model_dir, tmp_path, port, tier=1)
+    assert result["failed"] is True and "vllm is not installed" in result["msg"]
+
+
+def test_port_held_by_a_foreign_process_is_refused_and_left_alone(engine_python, model_dir, tmp_path, port):
+    holder = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(50):
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.1)
+        result = plan(engine_python(), model_dir, tmp_path, port, tier=1)
+        assert result["failed"] is True and "held by a process fleetopt did not start" in result["msg"]
+        assert result["holders"][0]["pid"] == holder.pid
+        assert holder.poll() is None
+    finally:
+        holder.terminate()
+        holder.wait()
+
+
+def test_shipped_catalogs_are_well_formed():
+    for path in (ROOT / "library" / "catalog").glob("*.yml"):
+        catalog = yaml.safe_load(path.read_text())
+        ids = [e["id"] for e in catalog["optimizations"]]
+        assert len(ids) == len(set(ids)), path
+        for entry in catalog["optimizations"]:
+            assert isinstance(entry["tier"], int) and entry.get("title") and entry.get("rationale"), (path, entry["id"])
+            assert all(flag.startswith("--") for flag in (entry.get("flags") or {})), (path, entry["id"])

@@ -1,0 +1,89 @@
+import argparse
+import json
+
+from fleetopt import report
+
+
+def level(c, out, ttft=10.0, status="ok"):
+    metrics = {"output_throughput": out, "total_throughput": out * 2, "mean_ttft_ms": ttft, "p99_ttft_ms": ttft * 2,
+               "mean_itl_ms": 1.0, "completed": 32.0}
+    return {"concurrency": c, "trial": 1, "status": status, "metrics": metrics if status == "ok" else None,
+            "reason": None if status == "ok" else "the server exited during the benchmark"}
+
+
+def cell(variant, order, status="ok", levels=(), failure=None, reason=None, host="h1"):
+    return {"variant": variant, "order": order, "title": variant, "host": host, "engine": "vllm", "status": status,
+            "levels": list(levels), "failure": failure, "reason": reason,
+            "startup": {"startup_s": 20.0, "phases": {"launch": {"duration_s": 9.0}, "weights": {"duration_s": 1.0}}},
+            "benchmark": {"concurrency": [1, 4], "trials": 1, "input_len": 64, "output_len": 64},
+            "provenance": {"engine_version": "0.32.0+cpu", "fleetopt_revision": "abc123",
+                           "host": {"cpu_model": "EPYC", "cpu_count": 2, "gpu_count": 0}}}
+
+
+def write_campaign(tmp_path, cells):
+    campaign = tmp_path / "results" / "c1"
+    for c in cells:
+        path = campaign / "cells" / c["host"] / ("%s.json" % c["variant"])
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(c))
+    return campaign
+
+
+def run(campaign, link=None):
+    return report.main(argparse.Namespace(campaign_dir=str(campaign), latest_link=link))
+
+
+def test_summary_has_the_documented_shape_order_and_baseline_deltas(tmp_path):
+    cells = [
+        cell("zeta", 2, levels=[level(1, 150.0), level(4, 300.0)]),
+        cell("baseline", 0, levels=[level(1, 100.0), level(4, 400.0)]),
+        cell("gpu_only", 3, status="not_applicable", reason="needs 2 GPU(s), host has 0"),
+        cell("crashy", 1, status="blocked", failure={"failure_class": "dynamo_fullgraph_graph_break",
+                                                       "root_cause": "graph break", "remedy": "upgrade"}),
+    ]
+    campaign = write_campaign(tmp_path, cells)
+    assert run(campaign, str(tmp_path / "results" / "latest")) == 0
+    summary = json.loads((campaign / "summary.json").read_text())
+    assert summary["campaign"] == "c1" and summary["engine"] == "vllm"
+    rows = summary["cells"]
+    assert [(r["variant"], r["concurrency"], r["status"]) for r in rows] == [
+        ("baseline", 1, "ok"), ("baseline", 4, "ok"), ("crashy", None, "blocked"),
+        ("zeta", 1, "ok"), ("zeta", 4, "ok"), ("gpu_only", None, "not_applicable")]
+    for r in rows:
+        assert set(r) >= {"variant", "status", "failure_class", "concurrency", "metrics"}
+    assert rows[2]["failure_class"] == "dynamo_fullgraph_graph_break" and rows[2]["metrics"] == {}
+    assert rows[3]["vs_baseline"]["output_throughput"] == 50.0
+    assert rows[4]["vs_baseline"]["output_throughput"] == -25.0
+    assert (tmp_path / "results" / "latest").resolve() == campaign.resolve()
+    markdown = (campaign / "report.md").read_text()
+    assert "| zeta" in markdown and "+50.0 %" in markdown and "-25.0 %" in markdown
+    assert "needs 2 GPU(s), host has 0" in markdown and "graph break" in markdown and "upgrade" in markdown
+
+
+def test_a_level_lost_to_a_dying_server_is_reported_as_such(tmp_path):
+    campaign = write_campaign(tmp_path, [
+        cell("baseline", 0, levels=[level(1, 100.0)]),
+        cell("v", 1, levels=[level(1, 120.0), level(4, 0, status="failed")]),
+    ])
+    run(campaign)
+    rows = json.loads((campaign / "summary.json").read_text())["cells"]
+    assert rows[-1]["status"] == "crashed" and rows[-1]["failure_class"] == "benchmark_failed"
+    assert "exited during the benchmark" in rows[-1]["reason"]
+
+
+def test_deltas_compare_on_the_same_host_only(tmp_path):
+    campaign = write_campaign(tmp_path, [
+        cell("baseline", 0, levels=[level(1, 100.0)], host="a"),
+        cell("baseline", 0, levels=[level(1, 200.0)], host="b"),
+        cell("v", 1, levels=[level(1, 220.0)], host="b"),
+    ])
+    run(campaign)
+    rows = json.loads((campaign / "summary.json").read_text())["cells"]
+    assert [r["vs_baseline"]["output_throughput"] for r in rows if r["variant"] == "v"] == [10.0]
+
+
+def test_an_empty_or_missing_campaign_is_a_clear_error(tmp_path, capsys):
+    assert run(tmp_path / "nope") == 2
+    (tmp_path / "empty" / "cells").mkdir(parents=True)
+    assert run(tmp_path / "empty") == 2
+    assert "no cells yet" in capsys.readouterr().err
