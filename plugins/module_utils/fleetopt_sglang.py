@@ -313,6 +313,8 @@ class SglangAdapter(EngineAdapter):
         if "completed" not in record:
             return "the record in %s has no `completed` key; not a bench_serving result" % path
         if errors:
-            return "all %d requests failed; first error: %s" % (len(errors), str(errors[0])[:300])
+            # An error is often a whole traceback; its last line says what happened.
+            last_line = [line for line in str(errors[0]).splitlines() if line.strip()][-1]
+            return "all %d requests failed; first error: %s" % (len(errors), last_line.strip()[:300])
         return "bench_serving completed 0 requests (it writes zeros, not an error, when every request fails)"
 

@@ -14,8 +14,8 @@ Targets (issue 2): overhead <= 2 s per variant, readiness noticed within 0.5 s, 
 import argparse
 import collections
 import json
+import os
 import pathlib
-import re
 import sys
 import tempfile
 import time
@@ -23,15 +23,17 @@ import time
 import ansible_runner
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-VARIANT_IN_TASK = re.compile(r" (?:for|of) (\S+)$")
 
 
 def run_campaign(only, port, workdir):
+    # ansible-runner starts ansible-playbook from PATH: use the one beside this interpreter.
+    os.environ["PATH"] = "%s:%s" % (pathlib.Path(sys.executable).parent, os.environ.get("PATH", ""))
     extravars = {
         "only": only, "campaign_id": "overhead", "campaign_port": port,
         "campaign_results_dir": str(workdir / "results"), "campaign_state_dir": str(workdir / "state"),
         "campaign_bench_concurrency": [1, 4],
     }
+    (workdir / "runner").mkdir()
     started = time.time()
     result = ansible_runner.run(private_data_dir=str(workdir / "runner"), project_dir=str(ROOT),
                                 playbook=str(ROOT / "optimize.yml"), extravars=extravars, quiet=True,
@@ -39,17 +41,18 @@ def run_campaign(only, port, workdir):
     return result, time.time() - started
 
 
-def task_durations(result):
+def task_durations(result, variants):
+    """Sum the durations of each variant's tasks; their names end with the variant id."""
     per_variant = collections.defaultdict(float)
     stops = {}
     for event in result.events:
         data = event.get("event_data", {})
         if event.get("event") not in ("runner_on_ok", "runner_on_failed", "runner_on_skipped"):
             continue
-        match = VARIANT_IN_TASK.search(data.get("task", ""))
-        if not match:
+        words = data.get("task", "").split()
+        if not words or words[-1] not in variants:
             continue
-        variant = match.group(1)
+        variant = words[-1]
         per_variant[variant] += float(data.get("duration") or 0.0)
         res = data.get("res") or {}
         stop = (res.get("server") or {}).get("stop")
@@ -68,8 +71,8 @@ def main():
     if result.rc != 0:
         print("campaign failed (rc=%s); see %s" % (result.rc, workdir), file=sys.stderr)
         return 1
-    per_variant, stops = task_durations(result)
     cells_dir = workdir / "results" / "overhead" / "cells" / "localhost"
+    per_variant, stops = task_durations(result, {path.stem for path in cells_dir.glob("*.json")})
     rows = []
     for path in sorted(cells_dir.glob("*.json")):
         cell = json.loads(path.read_text())
