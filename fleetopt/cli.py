@@ -10,6 +10,11 @@ def build_parser():
     report = sub.add_parser("report", help="merge a campaign's cells into summary.json and report.md")
     report.add_argument("campaign_dir")
     report.add_argument("--latest-link", help="symlink to point at this campaign (e.g. results/latest)")
+    report.add_argument("--verdict-metric", default="output_throughput",
+                        help="metric the verdicts are based on (default: output_throughput)")
+    report.add_argument("--confidence", type=float, default=0.95, help="confidence level (default: 0.95)")
+    report.add_argument("--min-effect", type=float, default=3.0,
+                        help="smallest change in percent that counts as improved or regressed (default: 3)")
     report.set_defaults(handler="fleetopt.report:main")
 
     classify = sub.add_parser("classify-log", help="post-mortem of a server log: phase, failure class, root cause")

@@ -1,10 +1,11 @@
-"""Merge a campaign's cells into summary.json and a Markdown matrix report.
+"""Write a campaign's summary.json, report.md and summary.csv from its cells.
 
 Cells are written one file per (host, variant) by the playbook as soon as each is
 measured; this step only reads them, so it can run again at any time, including on a
 campaign that was interrupted.
 """
-import datetime
+import csv
+import io
 import json
 import os
 import pathlib
@@ -13,23 +14,9 @@ import tempfile
 
 from tabulate import tabulate
 
-SUMMARY_METRICS = (
-    "output_throughput", "total_throughput", "request_throughput",
-    "mean_ttft_ms", "median_ttft_ms", "p99_ttft_ms",
-    "mean_itl_ms", "median_itl_ms", "p99_itl_ms",
-    "mean_tpot_ms", "mean_e2e_latency_ms", "p99_e2e_latency_ms",
-    "completed", "failed", "duration_s",
-)
+from fleetopt.summary import build_summary, load_cells
 
-
-def load_cells(campaign_dir):
-    cells = []
-    for path in sorted(pathlib.Path(campaign_dir, "cells").glob("*/*.json")):
-        try:
-            cells.append(json.loads(path.read_text()))
-        except ValueError as exc:
-            raise SystemExit("fleetopt report: %s is not valid JSON (%s)" % (path, exc))
-    return sorted(cells, key=lambda c: (c.get("order", 0), c["variant"], c["host"]))
+CSV_METRICS = ("output_throughput", "total_throughput", "mean_ttft_ms", "p99_ttft_ms", "mean_itl_ms")
 
 
 def write_atomically(path, text):
@@ -41,67 +28,6 @@ def write_atomically(path, text):
     os.replace(tmp, path)
 
 
-def level_rows(cell):
-    """Summary rows of one cell: one per measured concurrency level, or one without."""
-    base = {
-        "variant": cell["variant"],
-        "title": cell.get("title"),
-        "host": cell.get("host"),
-        "failure_class": (cell.get("failure") or {}).get("failure_class"),
-        "reason": cell.get("reason"),
-    }
-    if cell["status"] != "ok" or not cell.get("levels"):
-        return [dict(base, status=cell["status"], concurrency=None, metrics={})]
-    rows = []
-    for level in cell["levels"]:
-        if level.get("status") == "ok":
-            metrics = {k: level["metrics"].get(k) for k in SUMMARY_METRICS}
-            rows.append(dict(base, status="ok", concurrency=level["concurrency"], metrics=metrics))
-        else:
-            rows.append(dict(base, status="crashed", concurrency=level["concurrency"], metrics={},
-                             failure_class=base["failure_class"] or "benchmark_failed",
-                             reason=level.get("reason")))
-    return rows
-
-
-def relative_change(value, reference):
-    if value is None or not reference:
-        return None
-    return (value - reference) / reference * 100.0
-
-
-def add_baseline_deltas(rows):
-    baseline = {
-        (r["host"], r["concurrency"]): r["metrics"]
-        for r in rows if r["variant"] == "baseline" and r["status"] == "ok"
-    }
-    for row in rows:
-        reference = baseline.get((row["host"], row["concurrency"]))
-        if row["status"] != "ok" or reference is None:
-            row["vs_baseline"] = None
-            continue
-        row["vs_baseline"] = {
-            key: relative_change(row["metrics"].get(key), reference.get(key))
-            for key in ("output_throughput", "total_throughput", "mean_ttft_ms", "mean_itl_ms")
-        }
-    return rows
-
-
-def build_summary(campaign_dir, cells):
-    rows = add_baseline_deltas([row for cell in cells for row in level_rows(cell)])
-    engines = sorted({c["engine"] for c in cells})
-    first = cells[0] if cells else {}
-    return {
-        "campaign": pathlib.Path(campaign_dir).name,
-        "engine": engines[0] if len(engines) == 1 else ",".join(engines),
-        "engine_version": (first.get("provenance") or {}).get("engine_version"),
-        "fleetopt_revision": (first.get("provenance") or {}).get("fleetopt_revision"),
-        "generated_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "hosts": sorted({c["host"] for c in cells}),
-        "cells": rows,
-    }
-
-
 def fmt(value, digits=1):
     return "" if value is None else "%.*f" % (digits, value)
 
@@ -110,20 +36,80 @@ def fmt_pct(value):
     return "" if value is None else "%+.1f %%" % value
 
 
+def fmt_change(comparison):
+    if not comparison:
+        return ""
+    text = fmt_pct(comparison["change_pct"])
+    if comparison.get("ci_low_pct") is not None:
+        text += " [%+.1f, %+.1f]" % (comparison["ci_low_pct"], comparison["ci_high_pct"])
+    return text
+
+
+def fmt_mean_ci(row, metric, digits=1):
+    described = (row.get("stats") or {}).get(metric) or {}
+    mean = (row.get("metrics") or {}).get(metric)
+    if mean is None:
+        return ""
+    if described.get("ci_high") is None:
+        return fmt(mean, digits)
+    return "%s ± %s" % (fmt(mean, digits), fmt(described["ci_high"] - mean, digits))
+
+
 def matrix_table(rows):
     table = []
     for r in rows:
-        m = r["metrics"]
         delta = r.get("vs_baseline") or {}
         table.append([
-            r["variant"], r["host"], r["concurrency"] if r["concurrency"] is not None else "",
-            r["status"], fmt(m.get("output_throughput")), fmt(m.get("total_throughput")),
-            fmt(m.get("mean_ttft_ms"), 2), fmt(m.get("p99_ttft_ms"), 2), fmt(m.get("mean_itl_ms"), 3),
-            fmt_pct(delta.get("output_throughput")),
+            r["variant"], r["host"], r["concurrency"] if r["concurrency"] is not None else "", r["trials"],
+            r["verdict"] or r["status"], fmt_mean_ci(r, "output_throughput"), fmt_mean_ci(r, "total_throughput"),
+            fmt_mean_ci(r, "mean_ttft_ms", 2), fmt_mean_ci(r, "p99_ttft_ms", 2), fmt_mean_ci(r, "mean_itl_ms", 3),
+            fmt_change(delta.get("output_throughput")),
         ])
-    headers = ["variant", "host", "conc.", "status", "output tok/s", "total tok/s",
-               "TTFT mean ms", "TTFT p99 ms", "ITL mean ms", "output vs baseline"]
+    headers = ["variant", "host", "conc.", "trials", "verdict", "output tok/s", "total tok/s",
+               "TTFT mean ms", "TTFT p99 ms", "ITL mean ms", "output vs baseline [95 % CI]"]
     return tabulate(table, headers=headers, tablefmt="github")
+
+
+def verdict_table(variants):
+    table = []
+    for v in variants:
+        levels = ", ".join(
+            "c=%s %s%s" % (lv["concurrency"], lv["verdict"] or "untested",
+                           " (%s)" % fmt_change(lv["change"]) if lv.get("change") else "")
+            for lv in v["levels"]
+        )
+        why = v.get("root_cause") or v.get("reason") or ""
+        if v.get("remedy"):
+            why += " Remedy: %s" % v["remedy"]
+        table.append([v["variant"], v["host"], v["verdict"] or "untested (needs 2+ trials)", levels or why])
+    return tabulate(table, headers=["optimization", "host", "verdict", "per concurrency / why"], tablefmt="github")
+
+
+def noise_floor_text(summary):
+    floor = summary.get("noise_floor") or []
+    if not floor:
+        return "No A/A run in this campaign (run with `-e aa=true` to measure the host's noise floor)."
+    return tabulate(
+        [[f["host"], f["concurrency"], f["verdict"], fmt_change(f)] for f in floor],
+        headers=["host", "conc.", "baseline vs itself", "change [95 % CI]"], tablefmt="github")
+
+
+def csv_text(rows):
+    out = io.StringIO()
+    writer = csv.writer(out)
+    header = ["variant", "host", "concurrency", "status", "verdict", "trials", "failure_class"]
+    for metric in CSV_METRICS:
+        header += [metric, metric + "_ci_low", metric + "_ci_high", metric + "_vs_baseline_pct"]
+    writer.writerow(header)
+    for r in rows:
+        line = [r["variant"], r["host"], r["concurrency"], r["status"], r.get("verdict"), r["trials"], r["failure_class"]]
+        for metric in CSV_METRICS:
+            described = (r.get("stats") or {}).get(metric) or {}
+            change = (r.get("vs_baseline") or {}).get(metric) or {}
+            line += [(r.get("metrics") or {}).get(metric), described.get("ci_low"), described.get("ci_high"),
+                     change.get("change_pct")]
+        writer.writerow(["" if v is None else v for v in line])
+    return out.getvalue()
 
 
 def problems_table(cells):
@@ -170,6 +156,19 @@ def render_markdown(summary, cells):
             bench.get("concurrency"), bench.get("trials"), bench.get("input_len"), bench.get("output_len")),
         "- fleetopt revision: %s; generated %s" % (summary.get("fleetopt_revision"), summary["generated_at"]),
         "",
+        "## Verdicts",
+        "",
+        "Against the same host's baseline on %s: improved or regressed only when the difference is "
+        "significant at %d %% confidence and at least %.1f %%." % (
+            summary["settings"]["verdict_metric"], round(summary["settings"]["confidence"] * 100),
+            summary["settings"]["min_effect_pct"]),
+        "",
+        verdict_table(summary["variants"]),
+        "",
+        "## Noise floor",
+        "",
+        noise_floor_text(summary),
+        "",
         "## Matrix",
         "",
         matrix_table(summary["cells"]),
@@ -204,12 +203,12 @@ def main(args):
     if not cells:
         print("fleetopt report: %s holds no cells yet" % campaign_dir, file=sys.stderr)
         return 2
-    summary = build_summary(campaign_dir, cells)
+    summary = build_summary(campaign_dir, cells, args.verdict_metric, args.confidence, args.min_effect)
     write_atomically(campaign_dir / "summary.json", json.dumps(summary, indent=2) + "\n")
-    markdown = render_markdown(summary, cells)
-    write_atomically(campaign_dir / "report.md", markdown)
+    write_atomically(campaign_dir / "summary.csv", csv_text(summary["cells"]))
+    write_atomically(campaign_dir / "report.md", render_markdown(summary, cells))
     if args.latest_link:
         update_latest_link(args.latest_link, campaign_dir)
-    print(matrix_table(summary["cells"]))
+    print(verdict_table(summary["variants"]))
     print("\nreport: %s" % (campaign_dir / "report.md"))
     return 0

@@ -179,7 +179,12 @@ class EngineAdapter:
         return dict(env or {})
 
     def bench_command(self, python, base_url, served_model_name, tokenizer, concurrency,
-                      num_prompts, input_len, output_len, seed, result_path, extra_args=None):
+                      num_prompts, input_len, output_len, seed, result_path, extra_args=None, warmups=0):
+        """The client command for one measured run.
+
+        `warmups` requests are sent by the same client process right before the measured
+        ones, at the same concurrency limit, and are excluded from its statistics.
+        """
         raise NotImplementedError
 
     def bench_env(self):

@@ -94,16 +94,17 @@ class LogWatcher:
         lines = data.split("\n")
         self.partial = "" if final else lines.pop()
         changed = False
-        for raw in lines:
-            if raw == "" and final:
-                continue
+        for index, raw in enumerate(lines):
+            if final and raw == "" and index == len(lines) - 1:
+                continue  # the empty piece after the file's last newline is no line
             self.line_no += 1
             for segment in clean_segments(raw):
                 changed = self._consume(segment, now) or changed
         return changed
 
     def feed_file(self, path):
-        with open(path, "r", errors="replace") as handle:
+        # newline="" keeps tqdm's carriage returns inside their line, so line numbers are the file's.
+        with open(path, "r", errors="replace", newline="") as handle:
             self.feed(handle.read(), final=True)
         return self
 
@@ -177,7 +178,7 @@ class LogWatcher:
             for s, ln, tx, _ in self.matches
             if s is sig
         ][:5]
-        symptoms = sorted({s.failure_class for s, _, _, _ in self.matches if s is not sig})
+        symptoms = sorted({s.failure_class for s, _, _, _ in self.matches if s.failure_class != sig.failure_class})
         return {
             "failure_class": sig.failure_class,
             "verdict": sig.spec.get("verdict", "crashed"),

@@ -248,7 +248,9 @@ class SglangAdapter(EngineAdapter):
         return "sglang.benchmark.serving" if self._is(BENCHMARK_PACKAGE) else "sglang.bench_serving"
 
     def bench_command(self, python, base_url, served_model_name, tokenizer, concurrency,
-                      num_prompts, input_len, output_len, seed, result_path, extra_args=None):
+                      num_prompts, input_len, output_len, seed, result_path, extra_args=None, warmups=0):
+        # bench_serving sends its warm-up requests all at once; capping them at the concurrency
+        # keeps the warm-up within the limit the measurement uses.
         return [
             python, "-m", self.bench_module(),
             "--backend", "sglang",
@@ -265,6 +267,7 @@ class SglangAdapter(EngineAdapter):
             "--output-file", result_path,
             "--output-details",
             "--disable-tqdm",
+            "--warmup-requests", str(min(warmups, concurrency)),
         ] + list(extra_args or [])
 
     def bench_env(self):

@@ -33,7 +33,7 @@ class VllmAdapter(EngineAdapter):
         ] + render_flags(flags)
 
     def bench_command(self, python, base_url, served_model_name, tokenizer, concurrency,
-                      num_prompts, input_len, output_len, seed, result_path, extra_args=None):
+                      num_prompts, input_len, output_len, seed, result_path, extra_args=None, warmups=0):
         return [
             python, "-m", "vllm.entrypoints.cli.main", "bench", "serve",
             "--backend", "openai",
@@ -51,6 +51,7 @@ class VllmAdapter(EngineAdapter):
             "--save-result",
             "--result-dir", os.path.dirname(result_path),
             "--result-filename", os.path.basename(result_path),
+            "--num-warmups", str(warmups),
         ] + list(extra_args or [])
 
     def bench_env(self):

@@ -50,6 +50,13 @@ options:
     description: Measured runs per level.
     type: int
     default: 1
+  warmup_per_concurrency:
+    description:
+      - Warm-up requests per run are this times the concurrency. They are sent by the same client
+        process immediately before the measured requests (no idle gap in which clocks drop), at the
+        same concurrency limit, and are excluded from the statistics.
+    type: int
+    default: 2
   prompts_per_concurrency:
     description: Prompts per run are this times the concurrency (upstream guidance is at least 5)...
     type: int
@@ -152,6 +159,7 @@ def module_args():
         tokenizer=dict(type="path", required=True),
         concurrency=dict(type="list", elements="int", required=True),
         trials=dict(type="int", default=1),
+        warmup_per_concurrency=dict(type="int", default=2),
         prompts_per_concurrency=dict(type="int", default=10),
         min_prompts=dict(type="int", default=32),
         input_len=dict(type="int", default=64),
@@ -207,14 +215,16 @@ def measure_level(module, adapter, concurrency, trial, env):
     if os.path.exists(result_path):
         os.remove(result_path)  # clients append (SGLang JSONL); a stale record must not be read
     num_prompts = max(p["min_prompts"], p["prompts_per_concurrency"] * concurrency)
+    warmups = p["warmup_per_concurrency"] * concurrency
     argv = adapter.bench_command(
         p["python"], p["base_url"], p["served_model_name"], p["tokenizer"], concurrency,
         num_prompts, p["input_len"], p["output_len"], p["seed"] + trial - 1, result_path, p["extra_args"],
+        warmups=warmups,
     )
     started = time.time()
     code, died, timed_out = run_client(argv, env, output_path, p["server_pid"], p["level_timeout"])
     level = {
-        "concurrency": concurrency, "trial": trial, "num_prompts": num_prompts,
+        "concurrency": concurrency, "trial": trial, "num_prompts": num_prompts, "warmups": warmups,
         "duration_s": round(time.time() - started, 3), "result_file": result_path,
         "status": "failed", "reason": None, "metrics": None,
     }

@@ -47,6 +47,13 @@ options:
     type: list
     elements: str
     default: []
+  patches:
+    description:
+      - Ids of the patches applied to the engine stack (C(library/patches/)). A catalog entry that
+        C(requires.patch) ids not in this list is C(not_applicable).
+    type: list
+    elements: str
+    default: []
   baseline_flags:
     description: Flags of the baseline server; each variant's flags are merged over them.
     type: dict
@@ -55,6 +62,12 @@ options:
     description: Environment of the baseline server; each variant's environment is merged over it.
     type: dict
     default: {}
+  aa:
+    description:
+      - Measure the baseline a second time at the end (variant C(baseline_aa)), so the report can
+        show the host's noise floor. A sound host gives C(neutral) for it.
+    type: bool
+    default: false
   port:
     description: Port the servers will use; checked to be free or held by fleetopt's own server.
     type: int
@@ -131,8 +144,10 @@ def module_args():
         catalog=dict(type="dict", required=True),
         tier=dict(type="int"),
         only=dict(type="list", elements="str", default=[]),
+        patches=dict(type="list", elements="str", default=[]),
         baseline_flags=dict(type="dict", default={}),
         baseline_env=dict(type="dict", default={}),
+        aa=dict(type="bool", default=False),
         port=dict(type="int", required=True),
         run_dir=dict(type="path", required=True),
         nvidia_smi=dict(type="str", default="nvidia-smi"),
@@ -196,9 +211,14 @@ def model_facts(path):
     }
 
 
-def unmet_requirements(requires, host, model, engine_version):
+def unmet_requirements(requires, host, model, engine_version, patches=()):
     """Human-readable reasons why `requires` does not hold here (empty when it does)."""
     reasons = []
+    needed = requires.get("patch") or []
+    needed = [needed] if isinstance(needed, str) else list(needed)
+    missing = [p for p in needed if p not in patches]
+    if missing:
+        reasons.append("needs patch(es) %s applied to the engine stack" % ", ".join(missing))
     min_gpus = requires.get("min_gpus")
     if min_gpus and host["gpu_count"] < min_gpus:
         reasons.append("needs %d GPU(s), host has %d" % (min_gpus, host["gpu_count"]))
@@ -245,7 +265,8 @@ def own_server_pids(run_dir):
     return pids
 
 
-def plan_variants(adapter, entries, baseline_flags, baseline_env, host, model, engine_version):
+def plan_variants(adapter, entries, baseline_flags, baseline_env, host, model, engine_version, aa=False,
+                  patches=()):
     base_flags = merge_flags(adapter.baseline_flags(), baseline_flags)
     variants = [{
         "id": "baseline", "title": "Baseline", "tier": 0, "applicable": True, "reason": None,
@@ -253,7 +274,7 @@ def plan_variants(adapter, entries, baseline_flags, baseline_env, host, model, e
     }]
     for entry in entries:
         flags = adapter.normalize_flags(merge_flags(base_flags, entry.get("flags")))
-        reasons = unmet_requirements(entry.get("requires") or {}, host, model, engine_version)
+        reasons = unmet_requirements(entry.get("requires") or {}, host, model, engine_version, patches)
         reasons += ["%s: %s" % (flag, why) for flag, why in adapter.unsupported_flags(flags)]
         variants.append({
             "id": entry["id"],
@@ -268,6 +289,8 @@ def plan_variants(adapter, entries, baseline_flags, baseline_env, host, model, e
             "env": dict(baseline_env, **(entry.get("env") or {})),
             "catalog_flags": entry.get("flags") or {},
         })
+    if aa:
+        variants.append(dict(variants[0], id="baseline_aa", title="Baseline again (A/A noise check)"))
     for order, variant in enumerate(variants):
         variant["order"] = order
     return variants
@@ -302,7 +325,8 @@ def main():
             )
     host = host_facts(p["nvidia_smi"])
     model = model_facts(p["model"])
-    variants = plan_variants(adapter, entries, p["baseline_flags"], p["baseline_env"], host, model, version)
+    variants = plan_variants(adapter, entries, p["baseline_flags"], p["baseline_env"], host, model, version,
+                             p["aa"], p["patches"])
     module.exit_json(changed=False, engine_version=version, host=host, model_info=model, variants=variants)
 
 

@@ -43,6 +43,11 @@ options:
   python:
     description: Interpreter of the engine's virtual environment.
     type: path
+  engine_version:
+    description:
+      - Installed engine release (as C(fleetopt_plan) reports it), so the launch command is rendered
+        for that release. Omit to render release-independent commands.
+    type: str
   model:
     description: Model directory (or hub id, for engines that resolve one offline).
     type: str
@@ -238,6 +243,7 @@ def module_args():
         state=dict(type="str", choices=["started", "stopped"], default="started"),
         engine=dict(type="str", choices=["sglang", "vllm"]),
         python=dict(type="path"),
+        engine_version=dict(type="str"),
         model=dict(type="str"),
         served_model_name=dict(type="str", default="model"),
         host=dict(type="str", default="127.0.0.1"),
@@ -326,7 +332,7 @@ class Lifecycle:
         self.module.fail_json(msg=msg, **extra)
 
     def launch_config(self):
-        adapter = get_adapter(self.p["engine"])
+        adapter = get_adapter(self.p["engine"], self.p["engine_version"])
         flags = dict(self.p["flags"])
         if self.p["api_key"]:
             flags["--api-key"] = self.p["api_key"]
@@ -440,7 +446,7 @@ class Lifecycle:
         slice_end = None if self.p["follow_slice"] is None else time.time() + self.p["follow_slice"]
         deadline = state["launched_at"] + self.p["startup_timeout"]
         phase_before = watcher.phase
-        with open(state["log_path"], "r", errors="replace") as log:
+        with open(state["log_path"], "r", errors="replace", newline="") as log:
             log.seek(state["offset"])
             while True:
                 now = time.time()

@@ -4,11 +4,15 @@ import json
 from fleetopt import report
 
 
-def level(c, out, ttft=10.0, status="ok"):
+def level(c, out, ttft=10.0, status="ok", trial=1):
     metrics = {"output_throughput": out, "total_throughput": out * 2, "mean_ttft_ms": ttft, "p99_ttft_ms": ttft * 2,
                "mean_itl_ms": 1.0, "completed": 32.0}
-    return {"concurrency": c, "trial": 1, "status": status, "metrics": metrics if status == "ok" else None,
+    return {"concurrency": c, "trial": trial, "status": status, "metrics": metrics if status == "ok" else None,
             "reason": None if status == "ok" else "the server exited during the benchmark"}
+
+
+def trials(c, *outputs):
+    return [level(c, out, trial=i + 1) for i, out in enumerate(outputs)]
 
 
 def cell(variant, order, status="ok", levels=(), failure=None, reason=None, host="h1"):
@@ -30,13 +34,14 @@ def write_campaign(tmp_path, cells):
 
 
 def run(campaign, link=None):
-    return report.main(argparse.Namespace(campaign_dir=str(campaign), latest_link=link))
+    return report.main(argparse.Namespace(campaign_dir=str(campaign), latest_link=link,
+                                          verdict_metric="output_throughput", confidence=0.95, min_effect=3.0))
 
 
 def test_summary_has_the_documented_shape_order_and_baseline_deltas(tmp_path):
     cells = [
-        cell("zeta", 2, levels=[level(1, 150.0), level(4, 300.0)]),
-        cell("baseline", 0, levels=[level(1, 100.0), level(4, 400.0)]),
+        cell("zeta", 2, levels=trials(1, 150.0, 151.0, 149.0) + trials(4, 300.0, 301.0, 299.0)),
+        cell("baseline", 0, levels=trials(1, 100.0, 101.0, 99.0) + trials(4, 400.0, 401.0, 399.0)),
         cell("gpu_only", 3, status="not_applicable", reason="needs 2 GPU(s), host has 0"),
         cell("crashy", 1, status="blocked", failure={"failure_class": "dynamo_fullgraph_graph_break",
                                                        "root_cause": "graph break", "remedy": "upgrade"}),
@@ -52,11 +57,18 @@ def test_summary_has_the_documented_shape_order_and_baseline_deltas(tmp_path):
     for r in rows:
         assert set(r) >= {"variant", "status", "failure_class", "concurrency", "metrics"}
     assert rows[2]["failure_class"] == "dynamo_fullgraph_graph_break" and rows[2]["metrics"] == {}
-    assert rows[3]["vs_baseline"]["output_throughput"] == 50.0
-    assert rows[4]["vs_baseline"]["output_throughput"] == -25.0
+    assert rows[3]["vs_baseline"]["output_throughput"]["change_pct"] == 50.0
+    assert rows[3]["verdict"] == "improved" and rows[4]["verdict"] == "regressed"
+    assert rows[3]["trials"] == 3 and rows[3]["metrics"]["output_throughput"] == 150.0
+    assert rows[3]["stats"]["output_throughput"]["ci_low"] < 150.0 < rows[3]["stats"]["output_throughput"]["ci_high"]
+    assert rows[4]["vs_baseline"]["output_throughput"]["change_pct"] == -25.0
+    variants = {v["variant"]: v["verdict"] for v in summary["variants"]}
+    assert variants == {"baseline": "baseline", "crashy": "blocked", "zeta": "mixed", "gpu_only": "not_applicable"}
     assert (tmp_path / "results" / "latest").resolve() == campaign.resolve()
     markdown = (campaign / "report.md").read_text()
     assert "| zeta" in markdown and "+50.0 %" in markdown and "-25.0 %" in markdown
+    csv_rows = (campaign / "summary.csv").read_text().splitlines()
+    assert csv_rows[0].startswith("variant,host,concurrency,status,verdict,trials") and len(csv_rows) == 7
     assert "needs 2 GPU(s), host has 0" in markdown and "graph break" in markdown and "upgrade" in markdown
 
 
@@ -79,7 +91,7 @@ def test_deltas_compare_on_the_same_host_only(tmp_path):
     ])
     run(campaign)
     rows = json.loads((campaign / "summary.json").read_text())["cells"]
-    assert [r["vs_baseline"]["output_throughput"] for r in rows if r["variant"] == "v"] == [10.0]
+    assert [r["vs_baseline"]["output_throughput"]["change_pct"] for r in rows if r["variant"] == "v"] == [10.0]
 
 
 def test_an_empty_or_missing_campaign_is_a_clear_error(tmp_path, capsys):
@@ -87,3 +99,15 @@ def test_an_empty_or_missing_campaign_is_a_clear_error(tmp_path, capsys):
     (tmp_path / "empty" / "cells").mkdir(parents=True)
     assert run(tmp_path / "empty") == 2
     assert "no cells yet" in capsys.readouterr().err
+
+
+def test_an_aa_run_reports_the_noise_floor(tmp_path):
+    campaign = write_campaign(tmp_path, [
+        cell("baseline", 0, levels=trials(1, 100.0, 102.0, 98.0)),
+        cell("baseline_aa", 9, levels=trials(1, 101.0, 99.0, 100.5)),
+    ])
+    run(campaign)
+    summary = json.loads((campaign / "summary.json").read_text())
+    assert summary["noise_floor"][0]["verdict"] == "neutral"
+    assert summary["noise_floor"][0]["ci_low_pct"] < 0 < summary["noise_floor"][0]["ci_high_pct"]
+    assert "baseline vs itself" in (campaign / "report.md").read_text()

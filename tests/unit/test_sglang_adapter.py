@@ -1,0 +1,272 @@
+"""SglangAdapter: launch commands per release, checked against the real argument parsers.
+
+tests/fixtures/sglang/args/<version>.txt hold the option strings that SGLang's own parser
+accepts in 0.5.9, 0.5.10 and 0.5.23 (made by snapshot_args.py from the released wheels).
+"""
+import pathlib
+
+import pytest
+import yaml
+
+import fleetopt.paths  # noqa: F401  (makes ansible.module_utils.fleetopt_* importable)
+from ansible.module_utils.fleetopt_engine import BenchmarkFailed, merge_flags, version_in_range
+from ansible.module_utils.fleetopt_engines import get_adapter
+from ansible.module_utils.fleetopt_sglang import FLAG_CHOICES, FLAG_RELEASES, SglangAdapter
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+ARGS = ROOT / "tests" / "fixtures" / "sglang" / "args"
+BENCH = ROOT / "tests" / "fixtures" / "sglang" / "bench"
+SNAPSHOT_VERSIONS = ("0.5.9", "0.5.10", "0.5.23")
+# The inventory's model flags: the community recipe for GLM-5-NVFP4 on 8x RTX PRO 6000.
+GLM5_FLAGS = {
+    "--tp-size": 8, "--quantization": "modelopt_fp4", "--kv-cache-dtype": "bf16",
+    "--trust-remote-code": True, "--cuda-graph-max-bs": 32, "--max-running-requests": 64,
+    "--mem-fraction-static": 0.85, "--chunked-prefill-size": 16384,
+    "--disable-custom-all-reduce": True, "--enable-flashinfer-allreduce-fusion": True,
+    "--attention-backend": "flashinfer",
+}
+
+
+def load_snapshot(version):
+    """{option: choices or None} that `version`'s parser accepts."""
+    options = {}
+    lines = (ARGS / ("%s.txt" % version)).read_text().splitlines()
+    assert lines[0].startswith("# sglang==%s" % version)
+    for line in lines[1:]:
+        option, _, extra = line.partition("\t")
+        options[option] = extra[len("choices="):].split(",") if extra else None
+    return options
+
+
+SNAPSHOTS = {version: load_snapshot(version) for version in SNAPSHOT_VERSIONS}
+CATALOG = yaml.safe_load((ROOT / "library" / "catalog" / "sglang.yml").read_text())
+TIER1 = [entry for entry in CATALOG["optimizations"] if entry["tier"] == 1]
+
+
+def rejected_by_parser(argv, snapshot):
+    """Options in argv the release's parser would refuse, or whose value is not a choice."""
+    refused = []
+    for index, token in enumerate(argv):
+        if not token.startswith("--"):
+            continue
+        if token not in snapshot:
+            refused.append(token)
+            continue
+        choices = snapshot[token]
+        value = argv[index + 1] if index + 1 < len(argv) else None
+        if choices and value not in choices:
+            refused.append("%s %s" % (token, value))
+    return refused
+
+
+def command(version, *layers):
+    adapter = SglangAdapter(version)
+    flags, unsupported = adapter.launch_flags(GLM5_FLAGS, CATALOG["baseline"]["flags"], *layers)
+    argv = adapter.server_command("/venv/bin/python", "/models/GLM-5-NVFP4", "glm-5", "127.0.0.1", 30000, flags)
+    return argv, unsupported
+
+
+# -- launch commands against the real parsers ------------------------------------------------
+
+@pytest.mark.parametrize("version", SNAPSHOT_VERSIONS)
+def test_baseline_command_uses_only_options_the_release_accepts(version):
+    argv, unsupported = command(version)
+    assert unsupported == []
+    assert argv[1:3] == ["-m", "sglang.launch_server"]
+    assert rejected_by_parser(argv, SNAPSHOTS[version]) == []
+
+
+@pytest.mark.parametrize("version", SNAPSHOT_VERSIONS)
+@pytest.mark.parametrize("entry", TIER1, ids=[e["id"] for e in TIER1])
+def test_tier1_variant_command_uses_only_options_the_release_accepts(version, entry):
+    argv, unsupported = command(version, entry["flags"])
+    if version_in_range(version, entry["requires"].get("engine_version")):
+        assert unsupported == []
+        assert rejected_by_parser(argv, SNAPSHOTS[version]) == []
+    else:
+        assert unsupported
+
+
+@pytest.mark.parametrize("version", SNAPSHOT_VERSIONS)
+def test_piecewise_variant_differs_from_the_baseline_on_every_release(version):
+    baseline, _ = command(version)
+    variant, _ = command(version, TIER1[0]["flags"])
+    assert TIER1[0]["id"] == "piecewise_cuda_graph"
+    assert baseline != variant
+
+
+@pytest.mark.parametrize("version,baseline,variant", [
+    ("0.5.9", {}, {"--enable-piecewise-cuda-graph": True}),
+    ("0.5.10", {"--disable-piecewise-cuda-graph": True}, {}),
+    ("0.5.13", {"--disable-piecewise-cuda-graph": True}, {}),
+    ("0.5.14", {"--cuda-graph-backend-prefill": "disabled"}, {"--cuda-graph-backend-prefill": "breakable"}),
+    ("0.5.23", {"--cuda-graph-backend-prefill": "disabled"}, {"--cuda-graph-backend-prefill": "breakable"}),
+])
+def test_piecewise_switch_is_spelled_for_each_release(version, baseline, variant):
+    adapter = SglangAdapter(version)
+    assert adapter.baseline_flags() == baseline
+    flags, unsupported = adapter.launch_flags(TIER1[0]["flags"])
+    assert flags == variant
+    assert unsupported == []
+
+
+@pytest.mark.parametrize("version,expected", [
+    ("0.5.9", {"--cuda-graph-max-bs": 32, "--piecewise-cuda-graph-max-tokens": 4096}),
+    ("0.5.23", {"--cuda-graph-max-bs-decode": 32, "--cuda-graph-max-bs-prefill": 4096}),
+])
+def test_graph_sizes_are_renamed_both_ways(version, expected):
+    adapter = SglangAdapter(version)
+    for spelling in ({"--cuda-graph-max-bs": 32, "--piecewise-cuda-graph-max-tokens": 4096},
+                     {"--cuda-graph-max-bs-decode": 32, "--cuda-graph-max-bs-prefill": 4096}):
+        assert adapter.normalize_flags(spelling) == expected
+
+
+def test_normalize_is_idempotent_and_drops_removed_flags():
+    adapter = SglangAdapter("0.5.10")
+    flags = {"--expert-parallel-size": 8, "--tp": 8, "--enable-mscclpp": True, "--foo": None, "--bar": False}
+    once = adapter.normalize_flags(flags)
+    assert once == {"--ep-size": 8, "--tp-size": 8, "--enable-mscclpp": True}
+    assert adapter.normalize_flags(once) == once
+
+
+def test_enforce_survives_on_the_releases_that_have_it():
+    flags = {"--enable-piecewise-cuda-graph": True, "--enforce-piecewise-cuda-graph": True}
+    assert SglangAdapter("0.5.11").normalize_flags(flags) == {"--enforce-piecewise-cuda-graph": True}
+    assert SglangAdapter("0.5.9").normalize_flags(flags) == {"--enable-piecewise-cuda-graph": True}
+
+
+@pytest.mark.parametrize("version,flags,flag", [
+    ("0.5.3", {"--enable-piecewise-cuda-graph": True}, "--enable-piecewise-cuda-graph"),
+    ("0.5.23", {"--piecewise-cuda-graph-compiler": "inductor"}, "--piecewise-cuda-graph-compiler"),
+    ("0.5.23", {"--cuda-graph-backend-prefill": "tc_piecewise"}, "--cuda-graph-backend-prefill"),
+    ("0.5.9", {"--flashinfer-allreduce-fusion-backend": "trtllm"}, "--flashinfer-allreduce-fusion-backend"),
+    ("0.5.9", {"--enable-two-batch-overlap": True}, "--enable-two-batch-overlap"),
+])
+def test_flags_a_release_refuses_make_the_variant_not_applicable(version, flags, flag):
+    problems = SglangAdapter(version).unsupported_flags(flags)
+    assert [name for name, _ in problems] == [flag]
+    assert version in problems[0][1] or "moe-a2a-backend" in problems[0][1]
+
+
+def test_tc_piecewise_is_still_accepted_where_it_exists():
+    assert SglangAdapter("0.5.16").unsupported_flags({"--cuda-graph-backend-prefill": "tc_piecewise"}) == []
+
+
+@pytest.mark.parametrize("version", SNAPSHOT_VERSIONS)
+def test_release_table_agrees_with_the_real_parsers(version):
+    """Every flag the adapter knows a range for is accepted exactly where it says."""
+    for flag, (releases, _) in FLAG_RELEASES.items():
+        assert version_in_range(version, releases) == (flag in SNAPSHOTS[version]), flag
+    for flag, ranges in FLAG_CHOICES.items():
+        for releases, allowed in ranges:
+            if version_in_range(version, releases):
+                assert sorted(allowed) == sorted(SNAPSHOTS[version][flag]), flag
+
+
+@pytest.mark.parametrize("version", SNAPSHOT_VERSIONS)
+def test_every_unsupported_report_is_true_for_the_real_parser(version):
+    """Anything the adapter calls unsupported is really refused (no false not_applicable)."""
+    adapter = SglangAdapter(version)
+    for flag in list(FLAG_RELEASES) + ["--enable-two-batch-overlap"]:
+        value = "disabled" if flag in FLAG_CHOICES else True
+        for name, _ in adapter.unsupported_flags({flag: value}):
+            if name != "--enable-two-batch-overlap":
+                assert name not in SNAPSHOTS[version] or SNAPSHOTS[version][name]
+
+
+def test_unknown_version_changes_nothing():
+    adapter = SglangAdapter(None)
+    assert adapter.baseline_flags() == {}
+    assert adapter.normalize_flags({"--enable-piecewise-cuda-graph": True}) == {"--enable-piecewise-cuda-graph": True}
+    assert adapter.unsupported_flags({"--enable-piecewise-cuda-graph": True}) == []
+
+
+def test_registry_and_health_path():
+    adapter = get_adapter("sglang", "0.5.9")
+    assert isinstance(adapter, SglangAdapter) and adapter.version == "0.5.9"
+    assert adapter.health_path == "/health_generate"
+
+
+def test_catalog_shape():
+    assert CATALOG["baseline"]["flags"] == {}
+    assert [e["id"] for e in TIER1] == [
+        "piecewise_cuda_graph", "mscclpp_allreduce", "single_batch_overlap", "expert_parallelism"]
+    for entry in CATALOG["optimizations"]:
+        assert entry["rationale"] and entry["expected"]
+        assert entry["requires"]["platform"] == ["cuda"]
+        assert entry["tier"] in (1, 2, 3)
+        if entry["tier"] == 3:
+            assert entry["requires"].get("patch")
+    assert {e["tier"] for e in CATALOG["optimizations"]} == {1, 2, 3}
+    assert any("PR 23745" in issue for issue in TIER1[0]["known_issues"])
+
+
+# -- benchmark -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("version,module", [
+    ("0.5.9", "sglang.bench_serving"), ("0.5.10", "sglang.bench_serving"),
+    ("0.5.23", "sglang.benchmark.serving"),
+])
+def test_bench_command_is_offline_and_version_aware(version, module):
+    adapter = SglangAdapter(version)
+    argv = adapter.bench_command("/venv/bin/python", "http://127.0.0.1:30000", "glm-5", "/models/tok",
+                                 64, 320, 1024, 1024, 0, "/tmp/r.jsonl")
+    assert argv[:3] == ["/venv/bin/python", "-m", module]
+    assert argv[argv.index("--dataset-name") + 1] == "random-ids"
+    assert argv[argv.index("--tokenizer") + 1] == "/models/tok"
+    assert argv[argv.index("--output-file") + 1] == "/tmp/r.jsonl"
+    assert adapter.bench_env()["HF_HUB_OFFLINE"] == "1"
+
+
+@pytest.mark.parametrize("sample,output_throughput", [
+    ("bench_0.5.6.jsonl", 1520.21), ("bench_0.5.9.jsonl", 1520.21), ("bench_0.5.23.jsonl", 1565.8163),
+])
+def test_bench_results_of_each_release_parse(sample, output_throughput):
+    metrics = SglangAdapter("0.5.9").parse_bench_result(str(BENCH / sample))
+    assert metrics["output_throughput"] == pytest.approx(output_throughput)
+    assert metrics["completed"] == 2048
+    assert metrics["duration_s"] == pytest.approx(1379.52)
+    assert metrics["p99_e2e_latency_ms"] and metrics["mean_ttft_ms"] and metrics["p99_itl_ms"]
+    assert metrics["failed"] is None
+
+
+def test_zero_completed_is_a_failure_with_the_first_error():
+    with pytest.raises(BenchmarkFailed, match=r"all 4 requests failed; first error: .*503"):
+        SglangAdapter("0.5.9").parse_bench_result(str(BENCH / "bench_0.5.9_zero_completed.jsonl"))
+    with pytest.raises(BenchmarkFailed, match="completed 0 requests"):
+        SglangAdapter("0.5.9").parse_bench_result(str(BENCH / "bench_0.5.9_zero_no_details.jsonl"))
+
+
+def test_missing_empty_and_truncated_results_are_failures(tmp_path):
+    adapter = SglangAdapter("0.5.9")
+    with pytest.raises(BenchmarkFailed, match="no result file"):
+        adapter.parse_bench_result(str(tmp_path / "absent.jsonl"))
+    (tmp_path / "empty.jsonl").write_text("\n")
+    with pytest.raises(BenchmarkFailed, match="no result record"):
+        adapter.parse_bench_result(str(tmp_path / "empty.jsonl"))
+    good = (BENCH / "bench_0.5.9.jsonl").read_text()
+    (tmp_path / "cut.jsonl").write_text(good + good[:200])
+    with pytest.raises(BenchmarkFailed, match="not JSON"):
+        adapter.parse_bench_result(str(tmp_path / "cut.jsonl"))
+
+
+def test_merge_then_normalize_matches_launch_flags():
+    adapter = SglangAdapter("0.5.10")
+    merged = merge_flags(adapter.baseline_flags(), GLM5_FLAGS, TIER1[0]["flags"])
+    assert adapter.launch_flags(GLM5_FLAGS, TIER1[0]["flags"])[0] == adapter.normalize_flags(merged)
+
+
+def test_the_parser_check_has_teeth():
+    """Without the adapter's translation, 0.5.9 spellings are refused by 0.5.23's parser."""
+    raw = ["--enable-piecewise-cuda-graph", "--cuda-graph-max-bs", "32", "--cuda-graph-backend-prefill", "tc_piecewise"]
+    assert rejected_by_parser(raw, SNAPSHOTS["0.5.23"]) == [
+        "--enable-piecewise-cuda-graph", "--cuda-graph-max-bs", "--cuda-graph-backend-prefill tc_piecewise"]
+    assert rejected_by_parser(["--cuda-graph-backend-prefill", "disabled"], SNAPSHOTS["0.5.9"]) == [
+        "--cuda-graph-backend-prefill"]
+
+
+def test_tier2_piecewise_entry_names_patches_the_stack_role_knows():
+    patches = yaml.safe_load((ROOT / "library" / "patches" / "sglang_stack.yml").read_text())
+    known = {patch["id"] for patch in patches["patches"]}
+    entry = next(e for e in CATALOG["optimizations"] if e["id"] == "piecewise_cuda_graph_fp4_patched")
+    assert set(entry["requires"]["patch"]) <= known
