@@ -2,6 +2,8 @@
 import argparse
 import sys
 
+from fleetopt.paths import ROOT
+
 
 def build_parser():
     parser = argparse.ArgumentParser(prog="fleetopt", description=__doc__)
@@ -16,6 +18,26 @@ def build_parser():
     report.add_argument("--min-effect", type=float, default=3.0,
                         help="smallest change in percent that counts as improved or regressed (default: 3)")
     report.set_defaults(handler="fleetopt.report:main")
+
+    run = sub.add_parser("run", help="run a campaign through ansible-runner (CI); exit codes in `fleetopt run -h`",
+                         description=__import__("fleetopt.run", fromlist=["x"]).__doc__,
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
+    what = run.add_mutually_exclusive_group()
+    what.add_argument("--tier", type=int, help="run every optimization of this tier")
+    what.add_argument("--only", help="run these optimization ids (comma-separated)")
+    run.add_argument("--inventory", "-i", default=str(ROOT / "inventory" / "local"), help="inventory (default: local)")
+    run.add_argument("--campaign-id", help="campaign id; an existing one is resumed (default: the time)")
+    run.add_argument("--aa", action="store_true", help="measure the baseline twice to show the noise floor")
+    run.add_argument("--fresh", action="store_true", help="measure every cell again when resuming")
+    run.add_argument("--extra-vars", "-e", action="append", help="KEY=VALUE or JSON, passed to the playbook")
+    run.add_argument("--results", help="results directory (default: results/ in the project)")
+    run.add_argument("--artifacts", default=str(ROOT / "artifacts"),
+                     help="ansible-runner artifacts; each campaign under its id (default: artifacts/)")
+    run.add_argument("--gate-reference", help="summary.json (or campaign folder) of a reference campaign")
+    run.add_argument("--gate-threshold", type=float, default=5.0,
+                     help="regression in percent that fails the gate (default: 5)")
+    run.add_argument("--quiet", action="store_true", help="do not stream the playbook's output")
+    run.set_defaults(handler="fleetopt.run:main")
 
     classify = sub.add_parser("classify-log", help="post-mortem of a server log: phase, failure class, root cause")
     classify.add_argument("--engine", required=True, choices=["sglang", "vllm"])

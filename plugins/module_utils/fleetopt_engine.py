@@ -127,6 +127,9 @@ class EngineAdapter:
     # Distribution names to ask importlib.metadata for, in order.
     distributions = ()
     health_path = "/health"
+    # Environment variable the server reads its API key from; None passes it as --api-key.
+    # An environment variable keeps the key out of logs that echo the command line.
+    api_key_env = None
 
     def __init__(self, version=None):
         self.version = version

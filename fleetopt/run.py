@@ -1,0 +1,151 @@
+"""`fleetopt run`: drive a campaign through ansible-runner, for CI and scripted use.
+
+Exit codes:
+  0  the campaign ran (every cell has a result, whatever its verdict) and the gate passed
+  1  campaign error: the playbook failed, a host was unreachable, or no cell was written
+  2  bad usage (argparse)
+  3  regression gate: a cell regressed beyond the threshold against the reference campaign
+  130, 143  interrupted by SIGINT or SIGTERM; servers were stopped and finished cells kept
+"""
+import datetime
+import json
+import os
+import pathlib
+import signal
+import sys
+import tempfile
+
+import ansible_runner
+
+from fleetopt import gate
+from fleetopt.paths import ROOT
+
+EXIT_OK, EXIT_CAMPAIGN_ERROR, EXIT_REGRESSION = 0, 1, 3
+
+
+class Interrupt:
+    """Turns SIGINT/SIGTERM into a cancellation that ansible-runner polls for."""
+
+    def __init__(self):
+        self.signum = None
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, self.handle)
+
+    def handle(self, signum, _frame):
+        if self.signum is None:
+            print("\nfleetopt: %s received; stopping the campaign and its servers"
+                  % signal.Signals(signum).name, file=sys.stderr, flush=True)
+        self.signum = signum
+
+    def cancelled(self):
+        return self.signum is not None
+
+    @property
+    def exit_code(self):
+        return 128 + self.signum
+
+
+def parse_extra_vars(pairs):
+    extra = {}
+    for pair in pairs or []:
+        if pair.lstrip().startswith("{"):
+            extra.update(json.loads(pair))
+            continue
+        if "=" not in pair:
+            raise SystemExit("fleetopt run: -e wants KEY=VALUE or a JSON object, got %r" % pair)
+        key, value = pair.split("=", 1)
+        extra[key] = value
+    return extra
+
+
+def campaign_vars(args):
+    extra = parse_extra_vars(args.extra_vars)
+    extra["campaign_id"] = args.campaign_id
+    if args.tier is not None:
+        extra["tier"] = args.tier
+    if args.only:
+        extra["only"] = args.only
+    if args.aa:
+        extra["aa"] = True
+    if args.fresh:
+        extra["fresh"] = True
+    if args.results:
+        extra["campaign_results_dir"] = str(pathlib.Path(args.results).resolve())
+    return extra
+
+
+def run_playbook(playbook, args, extravars, ident, interrupt=None):
+    # ansible-runner starts ansible-playbook from PATH: use the one installed beside fleetopt.
+    os.environ["PATH"] = "%s:%s" % (pathlib.Path(sys.executable).parent, os.environ.get("PATH", ""))
+    private = tempfile.mkdtemp(prefix="fleetopt-runner-")
+    return ansible_runner.run(
+        private_data_dir=private,
+        project_dir=str(ROOT),
+        playbook=str(ROOT / playbook),
+        inventory=str(pathlib.Path(args.inventory).resolve()),
+        extravars=extravars,
+        ident=ident,
+        artifact_dir=str(pathlib.Path(args.artifacts).resolve()),
+        envvars={"ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_FORCE_COLOR": "0"},
+        cancel_callback=interrupt.cancelled if interrupt else None,
+        quiet=args.quiet,
+    )
+
+
+def results_dir(args, extravars):
+    return pathlib.Path(extravars.get("campaign_results_dir") or ROOT / "results") / args.campaign_id
+
+
+def unreachable_hosts(runner):
+    stats = runner.stats or {}
+    return sorted((stats.get("dark") or {}).keys())
+
+
+def check_gate(args, campaign_dir):
+    summary_path = campaign_dir / "summary.json"
+    if not summary_path.exists():
+        print("fleetopt run: no summary.json to gate", file=sys.stderr)
+        return EXIT_CAMPAIGN_ERROR
+    found = gate.regressions(json.loads(summary_path.read_text()), gate.load_summary(args.gate_reference),
+                             args.gate_threshold)
+    for row in found:
+        print("fleetopt gate: %(variant)s on %(host)s at concurrency %(concurrency)s: %(metric)s "
+              "%(change_pct)+.1f %%" % row, file=sys.stderr)
+    if found:
+        print("fleetopt gate: %d regression(s) beyond %.1f %% against %s"
+              % (len(found), args.gate_threshold, args.gate_reference), file=sys.stderr)
+        return EXIT_REGRESSION
+    print("fleetopt gate: no regression beyond %.1f %% against %s" % (args.gate_threshold, args.gate_reference))
+    return EXIT_OK
+
+
+def main(args):
+    args.campaign_id = args.campaign_id or datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    if args.tier is None and not args.only:
+        raise SystemExit("fleetopt run: give --tier N or --only id1,id2")
+    if args.gate_reference:
+        gate.load_summary(args.gate_reference)  # a missing reference is an error before anything runs
+    extravars = campaign_vars(args)
+    interrupt = Interrupt()
+    runner = run_playbook("optimize.yml", args, extravars, args.campaign_id, interrupt)
+    campaign_dir = results_dir(args, extravars)
+    print("fleetopt run: artifacts in %s" % (pathlib.Path(args.artifacts) / args.campaign_id))
+
+    if interrupt.cancelled():
+        run_playbook("playbooks/stop_servers.yml", args, extravars, args.campaign_id + "-stop")
+        cells = list(campaign_dir.glob("cells/*/*.json"))
+        print("fleetopt run: interrupted; servers stopped; %d finished cell(s) kept in %s"
+              % (len(cells), campaign_dir), file=sys.stderr)
+        return interrupt.exit_code
+    dark = unreachable_hosts(runner)
+    if dark:
+        print("fleetopt run: unreachable host(s): %s; the others' results are in %s"
+              % (", ".join(dark), campaign_dir), file=sys.stderr)
+        return EXIT_CAMPAIGN_ERROR
+    if runner.rc != 0 or not list(campaign_dir.glob("cells/*/*.json")):
+        print("fleetopt run: the campaign failed (%s, rc=%s); see the output above"
+              % (runner.status, runner.rc), file=sys.stderr)
+        return EXIT_CAMPAIGN_ERROR
+    if args.gate_reference:
+        return check_gate(args, campaign_dir)
+    return EXIT_OK
