@@ -1,5 +1,6 @@
 """End-to-end tests run the real local engine that playbooks/setup_local.yml installs
 (scripts/test.sh runs that playbook first)."""
+import json
 import os
 import pathlib
 import subprocess
@@ -36,3 +37,23 @@ def run_playbook(*args, timeout=1800):
     proc = subprocess.run([str(pathlib.Path(sys.executable).parent / "ansible-playbook")] + list(args),
                           cwd=str(ROOT), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout)
     return proc.returncode, proc.stdout.decode("utf-8", "replace")
+
+
+def fleetopt_command():
+    return [str(pathlib.Path(sys.executable).parent / "fleetopt")]
+
+
+def run_fleetopt(*args, env=None, timeout=1800):
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    full_env["PATH"] = "%s:%s" % (pathlib.Path(sys.executable).parent, full_env.get("PATH", ""))
+    proc = subprocess.run(fleetopt_command() + list(args), cwd=str(ROOT), env=full_env,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout)
+    return proc.returncode, proc.stdout.decode("utf-8", "replace")
+
+
+def isolated(base, port, campaign_id, trials=1, concurrency=(1,)):
+    """Arguments that keep a test campaign's results, artifacts and state in its own folder."""
+    return ["--campaign-id", campaign_id, "--results", str(base / "results"), "--artifacts", str(base / "artifacts"),
+            "-e", "campaign_state_dir=%s" % (base / "state"), "-e", "campaign_port=%d" % port,
+            "-e", json.dumps({"campaign_bench_concurrency": list(concurrency), "campaign_bench_trials": trials})]

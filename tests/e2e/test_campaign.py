@@ -1,31 +1,30 @@
-"""The main job, for real: a tier-1 campaign on the local CPU engine through optimize.yml."""
+"""The main job, for real: a tier-1 campaign on the local CPU engine, driven by `fleetopt run`
+(ansible-runner) exactly as CI would; plus the regression gate on its results."""
 import json
 import os
 
 import pytest
 
-from e2e.conftest import run_playbook
-from helpers import free_port, ROOT
+from e2e.conftest import isolated, run_fleetopt
+from helpers import free_port
 
 
 @pytest.fixture(scope="module")
 def campaign(tmp_path_factory, local_engine):
     base = tmp_path_factory.mktemp("campaign")
     port = free_port()
-    rc, output = run_playbook(
-        "optimize.yml", "-e", "tier=1", "-e", "campaign_id=e2e-tier1",
-        "-e", "campaign_results_dir=%s" % (base / "results"),
-        "-e", "campaign_state_dir=%s" % (base / "state"),
-        "-e", "campaign_port=%d" % port,
-        "-e", '{"campaign_bench_concurrency": [1, 4]}',
-    )
-    return {"rc": rc, "output": output, "dir": base / "results" / "e2e-tier1", "base": base, "port": port}
+    args = ["run", "--tier", "1"] + isolated(base, port, "e2e-tier1", concurrency=(1, 4))
+    rc, output = run_fleetopt(*args)
+    return {"rc": rc, "output": output, "dir": base / "results" / "e2e-tier1", "base": base, "port": port, "args": args}
 
 
-def test_campaign_succeeds_and_reports_progress(campaign):
+def test_fleetopt_run_succeeds_streams_progress_and_keeps_artifacts(campaign):
     assert campaign["rc"] == 0, campaign["output"][-4000:]
     assert "vllm vllm-%d:%d: engine_init (" % (campaign["port"], campaign["port"]) in campaign["output"]
-    assert "| baseline" in campaign["output"]
+    artifacts = campaign["base"] / "artifacts" / "e2e-tier1"
+    assert (artifacts / "status").read_text() == "successful"
+    assert (artifacts / "rc").read_text() == "0"
+    assert len(list((artifacts / "job_events").glob("*.json"))) > 50
 
 
 def test_summary_holds_baseline_and_three_measured_variants(campaign):
@@ -48,8 +47,9 @@ def test_summary_holds_baseline_and_three_measured_variants(campaign):
 
 def test_report_and_latest_link(campaign):
     markdown = (campaign["dir"] / "report.md").read_text()
-    for section in ("## Matrix", "## Not measured", "## Start-up", "| torch_compile", "tensor_parallel_2"):
+    for section in ("## Verdicts", "## Matrix", "## Not measured", "## Start-up", "| torch_compile", "tensor_parallel_2"):
         assert section in markdown
+    assert (campaign["dir"] / "summary.csv").read_text().startswith("variant,host,concurrency")
     assert (campaign["base"] / "results" / "latest").resolve() == campaign["dir"].resolve()
 
 
@@ -64,9 +64,30 @@ def test_every_cell_records_what_produced_it(campaign):
     assert cell["startup"]["phases"]["compile"]["duration_s"] > 0
     assert 0 <= cell["startup"]["ready_noticed_after_s"] < 0.5
     assert os.path.exists(cell["startup"]["log_path"])
+    assert len(cell["cell_key"]) == 64
 
 
 def test_no_server_is_left_behind(campaign):
     from ansible.module_utils.fleetopt_process import port_in_use
     assert not port_in_use(campaign["port"])
     assert not list((campaign["base"] / "state" / "run").glob("*.json"))
+
+
+def test_regression_gate_fails_on_a_planted_regression_and_passes_otherwise(campaign, tmp_path):
+    summary = json.loads((campaign["dir"] / "summary.json").read_text())
+    planted = json.loads(json.dumps(summary))
+    for row in planted["cells"]:
+        if row["variant"] == "baseline" and row["concurrency"] == 1:
+            row["metrics"]["output_throughput"] *= 2
+            row["samples"]["output_throughput"] = [v * 2 for v in row["samples"]["output_throughput"]]
+    (tmp_path / "planted.json").write_text(json.dumps(planted))
+    (tmp_path / "same.json").write_text(json.dumps(summary))
+
+    # Re-running the same campaign id measures nothing again: every cell is complete for its configuration.
+    rc, output = run_fleetopt(*(campaign["args"] + ["--gate-reference", str(tmp_path / "planted.json")]))
+    assert rc == 3, output[-3000:]
+    assert "baseline on localhost at concurrency 1: output_throughput -50.0 %" in output
+    assert "already measured in this campaign" in output
+    rc, output = run_fleetopt(*(campaign["args"] + ["--gate-reference", str(tmp_path / "same.json")]))
+    assert rc == 0, output[-3000:]
+    assert "no regression beyond 5.0 %" in output

@@ -1,0 +1,130 @@
+"""Faults a real fleet meets, each with its expected outcome."""
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+
+import pytest
+import yaml
+
+from e2e.conftest import isolated, run_fleetopt
+from helpers import ROOT, free_port, pid_gone
+from module_runner import run_module
+
+SECRET = "sk-fleetopt-e2e-7f3a9c"
+
+
+def read_cell(base, campaign_id, variant, host="localhost"):
+    return json.loads((base / "results" / campaign_id / "cells" / host / ("%s.json" % variant)).read_text())
+
+
+def test_server_killed_during_the_benchmark_is_a_crashed_cell_and_the_campaign_goes_on(tmp_path, local_engine):
+    port = free_port()
+    bench_dir = tmp_path / "state" / "campaigns" / "e2e-killed" / "localhost" / "bench"
+    state_file = tmp_path / "state" / "run" / ("vllm-%d.json" % port)
+
+    def kill_during_the_variant_benchmark():
+        deadline = time.time() + 600
+        while time.time() < deadline and not (bench_dir / "float32_compute-c1-t1.out").exists():
+            time.sleep(0.2)
+        time.sleep(2)
+        os.killpg(json.loads(state_file.read_text())["sid"], signal.SIGKILL)
+
+    killer = threading.Thread(target=kill_during_the_variant_benchmark, daemon=True)
+    killer.start()
+    rc, output = run_fleetopt("run", "--only", "float32_compute",
+                              *isolated(tmp_path, port, "e2e-killed", concurrency=(1, 2, 4)),
+                              "-e", "campaign_bench_prompts_per_concurrency=60", "-e", "campaign_bench_output_len=128")
+    killer.join(timeout=5)
+    assert rc == 0, output[-3000:]
+    cell = read_cell(tmp_path, "e2e-killed", "float32_compute")
+    assert cell["status"] == "crashed"
+    assert cell["failure"]["failure_class"] == "process_exited"
+    assert cell["levels"][0]["reason"] == "the server exited during the benchmark"
+    assert read_cell(tmp_path, "e2e-killed", "baseline")["status"] == "ok"
+
+
+def test_start_up_past_the_timeout_is_a_timeout_cell_with_nothing_left_running(tmp_path, local_engine):
+    port = free_port()
+    rc, output = run_fleetopt("run", "--only", "float32_compute", *isolated(tmp_path, port, "e2e-timeout"),
+                              "-e", "campaign_startup_timeout=6")
+    assert rc == 0, output[-3000:]
+    for variant in ("baseline", "float32_compute"):
+        cell = read_cell(tmp_path, "e2e-timeout", variant)
+        assert cell["status"] == "timeout" and "not ready after 6 s" in cell["reason"]
+    assert subprocess.run(["pgrep", "-f", "--port %d" % port]).returncode == 1, "a server process survived"
+
+
+def test_stale_server_is_stopped_and_secrets_reach_no_artifact_log_or_report(tmp_path, local_engine):
+    port = free_port()
+    spec = yaml.safe_load((ROOT / "library" / "engines" / "vllm.yml").read_text())
+    stale = run_module("fleetopt_server", dict(
+        name="vllm-%d" % port, engine="vllm", python=local_engine["python"], model=local_engine["model"],
+        served_model_name="tiny-llama", port=port, flags={"--enforce-eager": True, "--max-model-len": 256},
+        env={"VLLM_CPU_KVCACHE_SPACE": "1"}, engine_spec=spec, log_path=str(tmp_path / "stale.log"),
+        run_dir=str(tmp_path / "state" / "run")))
+    assert stale["server"]["status"] == "ready"
+
+    rc, output = run_fleetopt("run", "--only", "float32_compute", *isolated(tmp_path, port, "e2e-secret"),
+                              env={"FLEETOPT_API_KEY": SECRET})
+    assert rc == 0, output[-3000:]
+    assert pid_gone(stale["server"]["pid"])
+    assert read_cell(tmp_path, "e2e-secret", "float32_compute")["status"] == "ok"
+    assert SECRET not in output
+    scanned = 0
+    for root in (tmp_path / "artifacts", tmp_path / "results", tmp_path / "state"):
+        for path in root.rglob("*"):
+            if path.is_file():
+                scanned += 1
+                assert SECRET.encode() not in path.read_bytes(), path
+    assert scanned > 50
+
+
+@pytest.fixture
+def mounted(tmp_path):
+    mounts = []
+
+    def mount(options):
+        target = tmp_path / ("mnt%d" % len(mounts))
+        target.mkdir()
+        subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(target)], check=True)
+        mounts.append(target)
+        return target
+    yield mount
+    for target in mounts:
+        subprocess.run(["umount", str(target)], check=False)
+
+
+def test_a_read_only_results_folder_is_refused_before_anything_starts(tmp_path, local_engine, mounted):
+    results = mounted("size=1m,ro")
+    rc, output = run_fleetopt("run", "--only", "float32_compute", *isolated(tmp_path, free_port(), "e2e-ro"),
+                              "--results", str(results))
+    assert rc == 1
+    assert "cannot take the campaign's results" in output and "Read-only file system" in output
+    assert not (tmp_path / "state").exists()
+
+
+def test_a_full_disk_is_refused_before_anything_starts(tmp_path, local_engine, mounted):
+    results = mounted("size=256k")
+    (results / "filler").write_bytes(b"\0" * 200 * 1024)
+    rc, output = run_fleetopt("run", "--only", "float32_compute", *isolated(tmp_path, free_port(), "e2e-full"),
+                              "--results", str(results))
+    assert rc == 1
+    assert "MiB free under" in output and "campaign_min_free_mb" in output
+    assert not (tmp_path / "state").exists()
+
+
+def test_one_unreachable_host_does_not_stop_the_others(tmp_path, local_engine):
+    rc, output = run_fleetopt("run", "--only", "float32_compute", "-i",
+                              str(ROOT / "tests" / "e2e" / "inventories" / "with_unreachable.yml"),
+                              "--campaign-id", "e2e-dark", "--results", str(tmp_path / "results"),
+                              "--artifacts", str(tmp_path / "artifacts"),
+                              "-e", "campaign_state_dir=%s" % (tmp_path / "state"),
+                              "-e", json.dumps({"campaign_bench_concurrency": [1], "campaign_bench_trials": 1}))
+    assert rc == 1, output[-3000:]
+    assert "unreachable host(s): gone" in output
+    summary = json.loads((tmp_path / "results" / "e2e-dark" / "summary.json").read_text())
+    assert {(r["host"], r["variant"], r["status"]) for r in summary["cells"]} == {
+        ("engine-a", "baseline", "ok"), ("engine-a", "float32_compute", "ok")}

@@ -1,0 +1,75 @@
+"""An interrupted campaign stops its server, keeps every finished cell, and a second run with the
+same id measures only what is missing."""
+import json
+import signal
+import subprocess
+import time
+
+from e2e.conftest import fleetopt_command, isolated, run_fleetopt
+from helpers import ROOT, free_port
+
+
+def wait_for(predicate, timeout, what):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if predicate():
+            return
+        time.sleep(0.2)
+    raise AssertionError("timed out waiting for %s" % what)
+
+
+def start(args):
+    return subprocess.Popen(fleetopt_command() + args, cwd=str(ROOT), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT)
+
+
+def server_processes(port):
+    out = subprocess.run(["pgrep", "-f", "--port %d" % port], stdout=subprocess.PIPE).stdout.decode()
+    return [int(p) for p in out.split()]
+
+
+def test_sigint_stops_the_server_keeps_finished_cells_and_the_rerun_measures_only_the_rest(tmp_path, local_engine):
+    port = free_port()
+    args = ["run", "--only", "float32_compute,async_scheduling"] + isolated(tmp_path, port, "e2e-resume")
+    cells = tmp_path / "results" / "e2e-resume" / "cells" / "localhost"
+    logs = tmp_path / "state" / "campaigns" / "e2e-resume" / "localhost"
+    campaign = start(args)
+    try:
+        wait_for(lambda: (cells / "baseline.json").exists(), 240, "the baseline cell")
+        wait_for(lambda: (logs / "float32_compute.log").exists(), 120, "the next server")
+        time.sleep(3)
+        campaign.send_signal(signal.SIGINT)
+        output = campaign.communicate(timeout=180)[0].decode()
+    finally:
+        if campaign.poll() is None:
+            campaign.kill()
+    assert campaign.returncode == 130, output[-3000:]
+    assert "interrupted; servers stopped; 1 finished cell(s) kept" in output
+    assert server_processes(port) == []
+    baseline = (cells / "baseline.json").read_text()
+    assert json.loads(baseline)["status"] == "ok"
+    assert not (cells / "float32_compute.json").exists()
+
+    rc, output = run_fleetopt(*args)
+    assert rc == 0, output[-3000:]
+    assert "baseline: ok, already measured in this campaign" in output
+    assert (cells / "baseline.json").read_text() == baseline
+    assert json.loads((cells / "float32_compute.json").read_text())["status"] == "ok"
+    assert json.loads((cells / "async_scheduling.json").read_text())["status"] == "ok"
+
+
+def test_sigterm_during_start_up_leaves_no_server(tmp_path, local_engine):
+    port = free_port()
+    campaign = start(["run", "--only", "float32_compute"] + isolated(tmp_path, port, "e2e-sigterm"))
+    logs = tmp_path / "state" / "campaigns" / "e2e-sigterm" / "localhost"
+    try:
+        wait_for(lambda: (logs / "baseline.log").exists(), 120, "the baseline server")
+        time.sleep(2)
+        campaign.send_signal(signal.SIGTERM)
+        output = campaign.communicate(timeout=180)[0].decode()
+    finally:
+        if campaign.poll() is None:
+            campaign.kill()
+    assert campaign.returncode == 143, output[-3000:]
+    assert server_processes(port) == []
+    assert not list((tmp_path / "state" / "run").glob("*.json"))

@@ -1,0 +1,37 @@
+"""Statistically honest verdicts on the real engine: torch.compile is faster at concurrency 1
+on the CPU, and the baseline measured against itself (A/A) is neutral."""
+import json
+
+import pytest
+
+from e2e.conftest import isolated, run_fleetopt
+from helpers import free_port
+
+
+@pytest.fixture(scope="module")
+def summary(tmp_path_factory, local_engine):
+    base = tmp_path_factory.mktemp("verdicts")
+    rc, output = run_fleetopt("run", "--only", "torch_compile", "--aa",
+                              *isolated(base, free_port(), "e2e-verdicts", trials=4, concurrency=(1,)))
+    assert rc == 0, output[-4000:]
+    return json.loads((base / "results" / "e2e-verdicts" / "summary.json").read_text()), base
+
+
+def row(summary, variant):
+    return next(r for r in summary["cells"] if r["variant"] == variant and r["concurrency"] == 1)
+
+
+def test_faster_variant_is_improved_with_an_interval_excluding_zero(summary):
+    compiled = row(summary[0], "torch_compile")
+    assert compiled["trials"] == 4
+    change = compiled["vs_baseline"]["output_throughput"]
+    assert compiled["verdict"] == "improved", change
+    assert change["ci_low_pct"] > 0
+
+
+def test_baseline_against_itself_is_neutral_and_shown_as_the_noise_floor(summary):
+    data, base = summary
+    assert row(data, "baseline_aa")["verdict"] == "neutral", row(data, "baseline_aa")["vs_baseline"]
+    floor = data["noise_floor"]
+    assert floor and floor[0]["verdict"] == "neutral" and floor[0]["ci_low_pct"] is not None
+    assert "baseline vs itself" in (base / "results" / "e2e-verdicts" / "report.md").read_text()
