@@ -86,7 +86,7 @@ def run_playbook(playbook, args, extravars, ident, interrupt=None):
         extravars=extravars,
         ident=ident,
         artifact_dir=str(pathlib.Path(args.artifacts).resolve()),
-        envvars={"ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_FORCE_COLOR": "0"},
+        envvars={"ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"},
         cancel_callback=interrupt.cancelled if interrupt else None,
         quiet=args.quiet,
     )

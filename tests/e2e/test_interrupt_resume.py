@@ -36,7 +36,8 @@ def test_sigint_stops_the_server_keeps_finished_cells_and_the_rerun_measures_onl
     campaign = start(args)
     try:
         wait_for(lambda: (cells / "baseline.json").exists(), 240, "the baseline cell")
-        wait_for(lambda: (logs / "float32_compute.log").exists(), 120, "the next server")
+        # Variants run in catalog order: async_scheduling comes next.
+        wait_for(lambda: (logs / "async_scheduling.log").exists(), 120, "the next server")
         time.sleep(3)
         campaign.send_signal(signal.SIGINT)
         output = campaign.communicate(timeout=180)[0].decode()
@@ -48,7 +49,7 @@ def test_sigint_stops_the_server_keeps_finished_cells_and_the_rerun_measures_onl
     assert server_processes(port) == []
     baseline = (cells / "baseline.json").read_text()
     assert json.loads(baseline)["status"] == "ok"
-    assert not (cells / "float32_compute.json").exists()
+    assert not (cells / "async_scheduling.json").exists()
 
     rc, output = run_fleetopt(*args)
     assert rc == 0, output[-3000:]
