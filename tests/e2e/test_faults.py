@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from e2e.conftest import isolated, run_fleetopt
-from helpers import ROOT, free_port, pid_gone
+from helpers import ROOT, free_port, pid_gone, processes_listening_as
 from module_runner import run_module
 
 SECRET = "sk-fleetopt-e2e-7f3a9c"
@@ -54,7 +54,7 @@ def test_start_up_past_the_timeout_is_a_timeout_cell_with_nothing_left_running(t
     for variant in ("baseline", "float32_compute"):
         cell = read_cell(tmp_path, "e2e-timeout", variant)
         assert cell["status"] == "timeout" and "not ready after 6 s" in cell["reason"]
-    assert subprocess.run(["pgrep", "-f", "--port %d" % port]).returncode == 1, "a server process survived"
+    assert processes_listening_as(port) == [], "a server process survived"
 
 
 def test_stale_server_is_stopped_and_secrets_reach_no_artifact_log_or_report(tmp_path, local_engine):

@@ -6,7 +6,7 @@ import subprocess
 import time
 
 from e2e.conftest import fleetopt_command, isolated, run_fleetopt
-from helpers import ROOT, free_port
+from helpers import ROOT, free_port, processes_listening_as
 
 
 def wait_for(predicate, timeout, what):
@@ -21,11 +21,6 @@ def wait_for(predicate, timeout, what):
 def start(args):
     return subprocess.Popen(fleetopt_command() + args, cwd=str(ROOT), stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT)
-
-
-def server_processes(port):
-    out = subprocess.run(["pgrep", "-f", "--port %d" % port], stdout=subprocess.PIPE).stdout.decode()
-    return [int(p) for p in out.split()]
 
 
 def test_sigint_stops_the_server_keeps_finished_cells_and_the_rerun_measures_only_the_rest(tmp_path, local_engine):
@@ -46,7 +41,7 @@ def test_sigint_stops_the_server_keeps_finished_cells_and_the_rerun_measures_onl
             campaign.kill()
     assert campaign.returncode == 130, output[-3000:]
     assert "interrupted; servers stopped; 1 finished cell(s) kept" in output
-    assert server_processes(port) == []
+    assert processes_listening_as(port) == []
     baseline = (cells / "baseline.json").read_text()
     assert json.loads(baseline)["status"] == "ok"
     assert not (cells / "async_scheduling.json").exists()
@@ -72,5 +67,5 @@ def test_sigterm_during_start_up_leaves_no_server(tmp_path, local_engine):
         if campaign.poll() is None:
             campaign.kill()
     assert campaign.returncode == 143, output[-3000:]
-    assert server_processes(port) == []
+    assert processes_listening_as(port) == []
     assert not list((tmp_path / "state" / "run").glob("*.json"))

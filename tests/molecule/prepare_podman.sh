@@ -27,9 +27,9 @@ missing=()
 for pin in "${APT_PINS[@]}"; do
   pkg="${pin%%=*}"
   want="${pin#*=}"
-  have="$(dpkg-query -W -f='${db:Status-Abbrev} ${Version}' "$pkg" 2>/dev/null || true)"
+  have="$(dpkg-query -W -f='${db:Status-Abbrev}|${Version}' "$pkg" 2>/dev/null || true)"
   # shellcheck disable=SC2053 # glob match against the pinned version pattern is intended
-  if [[ "$have" != ii* ]] || [[ "${have#* }" != $want ]]; then
+  if [[ "${have%%|*}" != ii* ]] || [[ "${have#*|}" != $want ]]; then
     missing+=("$pin")
   fi
 done
