@@ -24,7 +24,7 @@ PLOTS = (
      "Mean ITL per variant at each concurrency; bars are the 95 % confidence interval of the trial means."),
     ("startup", "Start-up timeline",
      "Seconds spent in each start-up phase (graph capture and compilation included), from launch to ready; "
-     "a cross marks the phase a server died in."),
+     "a cross marks the phase a server failed in."),
 )
 
 
@@ -101,7 +101,7 @@ def verdict_rows(summary):
     for variant in summary["variants"]:
         rows = [r for r in by_variant.get((variant["host"], variant["variant"]), []) if r["concurrency"] is not None]
         table.append(dict(variant, levels=[
-            {"concurrency": r["concurrency"], "verdict": r.get("verdict") or r["status"],
+            {"concurrency": r["concurrency"], "verdict": r.get("verdict") if r["status"] == "ok" else r["status"],
              "change": fmt_change((r.get("vs_baseline") or {}).get(metric)), "reason": r.get("reason")}
             for r in rows
         ]))

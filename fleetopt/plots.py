@@ -1,10 +1,11 @@
 """The report's figures, drawn with matplotlib and returned as inline SVG text.
 
 Every figure is rendered with a fixed hash salt and without a date, so the same summary
-always gives byte-identical SVG (tests compare them), and each figure gets its own salt
-so the ids inside several SVGs in one HTML page do not clash.
+always gives byte-identical SVG (tests compare them), and its ids carry the figure's name,
+so several SVGs can share one HTML page.
 """
 import io
+import re
 
 import matplotlib
 
@@ -22,11 +23,13 @@ PHASE_ORDER = (
     "piecewise_cuda_graph", "piecewise_compile", "piecewise_capture", "scheduler", "http", "warmup",
 )
 PHASE_COLOURS = (
-    "#9e9e9e", "#8c564b", "#bcbd22", "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
-    "#9467bd", "#e377c2", "#f7b6d2", "#17becf", "#7f7f7f", "#aec7e8",
+    "#c7c7c7", "#8c564b", "#bcbd22", "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
+    "#9467bd", "#e377c2", "#f7b6d2", "#17becf", "#393b79", "#aec7e8",
 )
 SPARE_COLOURS = ("#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#dbdb8d", "#9edae5")
 FAILED_STATUSES = ("crashed", "blocked", "timeout")
+HOST_LINESTYLES = ("-", "--", ":", "-.")
+HOST_MARKERS = ("o", "s", "^", "D", "v")
 FIGURE_WIDTH_IN = 9.0
 
 
@@ -41,25 +44,42 @@ def series_key(row):
     return (row["host"], row["variant"])
 
 
+def plain(text):
+    """Text matplotlib shows as it is (a `$` would start mathtext)."""
+    return str(text).replace("$", r"\$")
+
+
 def series_label(key, several_hosts):
     host, variant = key
-    return "%s @ %s" % (variant, host) if several_hosts else variant
+    return plain("%s @ %s" % (variant, host) if several_hosts else variant)
+
+
+def variant_colours(variants):
+    """A colour per variant, the same in every figure and on every host: baseline black, A/A grey."""
+    palette = plt.get_cmap("tab10").colors + plt.get_cmap("Dark2").colors
+    colours, index = {}, 0
+    for variant in variants:
+        if variant in colours:
+            continue
+        if variant == BASELINE:
+            colours[variant] = "black"
+        elif variant == AA_VARIANT:
+            colours[variant] = "#888888"
+        else:
+            colours[variant] = palette[index % len(palette)]
+            index += 1
+    return colours
 
 
 def series_styles(keys):
-    """A colour and line style per (host, variant), the same in every figure."""
-    palette = plt.get_cmap("tab10").colors + plt.get_cmap("Dark2").colors
-    styles, index = {}, 0
-    for key in keys:
-        variant = key[1]
-        if variant == BASELINE:
-            styles[key] = {"color": "black", "linestyle": "-"}
-        elif variant == AA_VARIANT:
-            styles[key] = {"color": "#777777", "linestyle": "--"}
-        else:
-            styles[key] = {"color": palette[index % len(palette)], "linestyle": "-"}
-            index += 1
-    return styles
+    """Colour by variant, line style and marker by host."""
+    colours = variant_colours([variant for _, variant in keys])
+    hosts = list(dict.fromkeys(host for host, _ in keys))
+    return {
+        (host, variant): {"color": colours[variant], "linestyle": HOST_LINESTYLES[hosts.index(host) % 4],
+                          "marker": HOST_MARKERS[hosts.index(host) % 5]}
+        for host, variant in keys
+    }
 
 
 def measured_series(summary):
@@ -83,20 +103,27 @@ def mean_and_error(row, metric):
     return mean, (max(mean - low, 0.0), max(high - mean, 0.0))
 
 
-def to_svg(fig, salt):
-    with matplotlib.rc_context({"svg.hashsalt": "fleetopt-" + salt}):
+def to_svg(fig, name):
+    with matplotlib.rc_context({"svg.hashsalt": "fleetopt-" + name}):
         buffer = io.StringIO()
         fig.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
     plt.close(fig)
     text = buffer.getvalue()
-    return text[text.index("<svg"):]  # drop the XML declaration and DOCTYPE for inline use
+    return prefix_ids(text[text.index("<svg"):], name)  # no XML declaration or DOCTYPE inline
 
 
-def no_data_figure(message, salt):
+def prefix_ids(svg, prefix):
+    """Give every id (glyphs, clip paths, groups) the figure's prefix: several SVGs share one HTML page."""
+    ids = set(re.findall(r'\bid="([^"]+)"', svg))
+    return re.sub(r'(\bid="|href="#|url\(#)([^")]+)',
+                  lambda m: m.group(1) + (prefix + "-" + m.group(2) if m.group(2) in ids else m.group(2)), svg)
+
+
+def no_data_figure(message, name):
     fig, ax = plt.subplots(figsize=(FIGURE_WIDTH_IN, 1.2))
     ax.axis("off")
     ax.text(0.5, 0.5, message, ha="center", va="center", fontsize=11, color="#555555")
-    return to_svg(fig, salt)
+    return to_svg(fig, name)
 
 
 def throughput_svg(summary, metric="output_throughput"):
@@ -114,7 +141,7 @@ def throughput_svg(summary, metric="output_throughput"):
         if not points:
             continue
         xs, ys, errors = zip(*points)
-        ax.errorbar(xs, ys, yerr=[[e[0] for e in errors], [e[1] for e in errors]], marker="o", capsize=4,
+        ax.errorbar(xs, ys, yerr=[[e[0] for e in errors], [e[1] for e in errors]], capsize=4,
                     linewidth=1.6, label=series_label(key, several_hosts), **styles[key])
     if len(levels) > 1 and min(levels) > 0:
         ax.set_xscale("log", base=2)
@@ -128,39 +155,40 @@ def throughput_svg(summary, metric="output_throughput"):
     return to_svg(fig, "throughput")
 
 
-def latency_svg(summary, metric, ylabel, salt):
-    """Grouped bars: the metric's mean per variant at each concurrency (per host), 95 % CI bars."""
+def latency_svg(summary, metric, ylabel, name):
+    """Grouped bars: the metric's mean per variant at each concurrency (and host), 95 % CI bars."""
     series = measured_series(summary)
     if not series:
-        return no_data_figure("No variant was measured.", salt)
-    several_hosts = len({k[0] for k in series}) > 1
-    styles = series_styles(series)
-    groups = sorted({(r["host"], r["concurrency"]) for rows in series.values() for r in rows})
-    width = 0.8 / len(series)
+        return no_data_figure("No variant was measured.", name)
+    several_hosts = len({host for host, _ in series}) > 1
+    colours = variant_colours([variant for _, variant in series])
+    groups = {}
+    for rows in series.values():
+        for row in rows:
+            mean, error = mean_and_error(row, metric)
+            if mean is not None:
+                groups.setdefault((row["host"], row["concurrency"]), []).append((row["variant"], mean, error))
+    if not groups:
+        return no_data_figure("No variant has a %s." % metric, name)
+    order = sorted(groups)
+    width = 0.8 / max(len(bars) for bars in groups.values())
     fig, ax = plt.subplots(figsize=(FIGURE_WIDTH_IN, 4.8))
-    for index, (key, rows) in enumerate(series.items()):
-        by_group = {(r["host"], r["concurrency"]): r for r in rows}
-        xs, ys, below, above = [], [], [], []
-        for position, group in enumerate(groups):
-            row = by_group.get(group)
-            mean, error = mean_and_error(row, metric) if row else (None, None)
-            if mean is None:
-                continue
-            xs.append(position - 0.4 + width * (index + 0.5))
-            ys.append(mean)
-            below.append(error[0])
-            above.append(error[1])
-        if xs:
-            ax.bar(xs, ys, width=width * 0.92, color=styles[key]["color"], label=series_label(key, several_hosts),
-                   yerr=[below, above], capsize=3, error_kw={"elinewidth": 1.0, "ecolor": "#333333"},
-                   hatch="//" if styles[key]["linestyle"] == "--" else None, edgecolor="white")
-    labels = ["c=%s\n%s" % (c, h) if several_hosts else "c=%s" % c for h, c in groups]
-    ax.set_xticks(range(len(groups)), labels)
+    labelled = set()
+    for position, group in enumerate(order):
+        bars = groups[group]
+        first = position - width * (len(bars) - 1) / 2.0
+        for index, (variant, mean, error) in enumerate(bars):
+            ax.bar(first + index * width, mean, width=width * 0.92, color=colours[variant], edgecolor="white",
+                   hatch="//" if variant == AA_VARIANT else None, yerr=[[error[0]], [error[1]]], capsize=3,
+                   error_kw={"elinewidth": 1.0, "ecolor": "#333333"},
+                   label=None if variant in labelled else plain(variant))
+            labelled.add(variant)
+    ax.set_xticks(range(len(order)), [plain("c=%s\n%s" % (c, h) if several_hosts else "c=%s" % c) for h, c in order])
     ax.set_ylabel(ylabel)
     ax.set_ylim(bottom=0)
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-    return to_svg(fig, salt)
+    return to_svg(fig, name)
 
 
 def ttft_svg(summary):
@@ -223,7 +251,7 @@ def startup_svg(cells):
         seen.append(Patch(color=phase_colour(name, names), label=name))
     if any(b["status"] in FAILED_STATUSES for b in bars):
         seen.append(plt.Line2D([], [], marker="X", color="#c00000", linestyle="none", markersize=9,
-                               label="died here"))
+                               label="failed here"))
     if seen:
         ax.legend(handles=seen, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     return to_svg(fig, "startup")

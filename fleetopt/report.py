@@ -1,4 +1,4 @@
-"""Write a campaign's summary.json, report.md and summary.csv from its cells.
+"""Write a campaign's summary.json, summary.csv, report.md, report.html and llm-d reports from its cells.
 
 Cells are written one file per (host, variant) by the playbook as soon as each is
 measured; this step only reads them, so it can run again at any time, including on a
@@ -14,6 +14,8 @@ import tempfile
 
 from tabulate import tabulate
 
+from fleetopt.html_report import write_html_report
+from fleetopt.llmd_export import write_llmd_reports
 from fleetopt.summary import build_summary, load_cells
 
 CSV_METRICS = ("output_throughput", "total_throughput", "mean_ttft_ms", "p99_ttft_ms", "mean_itl_ms")
@@ -207,6 +209,8 @@ def main(args):
     write_atomically(campaign_dir / "summary.json", json.dumps(summary, indent=2) + "\n")
     write_atomically(campaign_dir / "summary.csv", csv_text(summary["cells"]))
     write_atomically(campaign_dir / "report.md", render_markdown(summary, cells))
+    write_html_report(campaign_dir, summary, cells)
+    write_llmd_reports(campaign_dir, summary, cells)
     if args.latest_link:
         update_latest_link(args.latest_link, campaign_dir)
     print(verdict_table(summary["variants"]))

@@ -1,5 +1,9 @@
 """`fleetopt run`: drive a campaign through ansible-runner, for CI and scripted use.
 
+Secrets come from the environment: FLEETOPT_API_KEY (the server's API key) and
+FLEETOPT_SECRET_<NAME> (environment variable <NAME> of the server, e.g. a hub token).
+They never reach the artifacts, the results or the logs.
+
 Exit codes:
   0  the campaign ran (every cell has a result, whatever its verdict) and the gate passed
   1  campaign error: the playbook failed, a host was unreachable, or no cell was written
@@ -11,6 +15,7 @@ import datetime
 import json
 import os
 import pathlib
+import shutil
 import signal
 import sys
 import tempfile
@@ -21,6 +26,23 @@ from fleetopt import gate
 from fleetopt.paths import ROOT
 
 EXIT_OK, EXIT_CAMPAIGN_ERROR, EXIT_REGRESSION = 0, 1, 3
+# Secrets read from fleetopt's environment. ansible-runner records the environment it passes
+# to ansible-playbook in its artifacts, so these leave the environment and travel as extra
+# variables in a private directory that is deleted after the run.
+API_KEY_ENV = "FLEETOPT_API_KEY"
+SECRET_ENV_PREFIX = "FLEETOPT_SECRET_"
+
+
+def take_secrets_from_environment():
+    secrets = {}
+    api_key = os.environ.pop(API_KEY_ENV, None)
+    if api_key:
+        secrets["campaign_api_key"] = api_key
+    secret_env = {name[len(SECRET_ENV_PREFIX):]: os.environ.pop(name)
+                  for name in list(os.environ) if name.startswith(SECRET_ENV_PREFIX)}
+    if secret_env:
+        secrets["campaign_secret_env"] = secret_env
+    return secrets
 
 
 class Interrupt:
@@ -77,7 +99,14 @@ def campaign_vars(args):
 def run_playbook(playbook, args, extravars, ident, interrupt=None):
     # ansible-runner starts ansible-playbook from PATH: use the one installed beside fleetopt.
     os.environ["PATH"] = "%s:%s" % (pathlib.Path(sys.executable).parent, os.environ.get("PATH", ""))
-    private = tempfile.mkdtemp(prefix="fleetopt-runner-")
+    private = tempfile.mkdtemp(prefix="fleetopt-runner-")  # mode 0700; holds the extra vars
+    try:
+        return _run(private, playbook, args, extravars, ident, interrupt)
+    finally:
+        shutil.rmtree(private, ignore_errors=True)
+
+
+def _run(private, playbook, args, extravars, ident, interrupt):
     return ansible_runner.run(
         private_data_dir=private,
         project_dir=str(ROOT),
@@ -126,6 +155,7 @@ def main(args):
     if args.gate_reference:
         gate.load_summary(args.gate_reference)  # a missing reference is an error before anything runs
     extravars = campaign_vars(args)
+    extravars.update(take_secrets_from_environment())
     interrupt = Interrupt()
     runner = run_playbook("optimize.yml", args, extravars, args.campaign_id, interrupt)
     campaign_dir = results_dir(args, extravars)

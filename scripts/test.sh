@@ -15,6 +15,9 @@ ansible-playbook playbooks/setup_local.yml || exit 1
 echo "== ansible-lint"
 ansible-lint || status=1
 
+echo "== Chromium for the browser tests"
+tests/browser/ensure_chromium.sh || exit 1
+
 echo "== pytest"
 python -m pytest "$@" || status=1
 
