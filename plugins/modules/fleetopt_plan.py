@@ -49,8 +49,9 @@ options:
     default: []
   patches:
     description:
-      - Ids of the patches applied to the engine stack (C(library/patches/)). A catalog entry that
-        C(requires.patch) ids not in this list is C(not_applicable).
+      - Ids of patches applied to the engine stack (C(library/patches/)), in addition to those the
+        stack record C(<venv>/fleetopt-stack.json) written by the sglang_stack role lists as applied.
+        A catalog entry that C(requires.patch) ids applied by neither is C(not_applicable).
     type: list
     elements: str
     default: []
@@ -114,6 +115,11 @@ model_info:
   returned: success
   type: dict
   sample: {"architecture": "LlamaForCausalLM", "moe": false, "num_experts": 0}
+stack:
+  description: The engine stack record (C(<venv>/fleetopt-stack.json)) when the sglang_stack role wrote one, else null.
+  returned: success
+  type: dict
+  sample: {"profile": "sglang-0.5.9", "installed": {"sglang": "0.5.9"}, "patches": [{"id": "flashinfer-fp4-quantize-custom-op", "state": "applied"}]}
 variants:
   description: Baseline first, then each selected optimization, with merged flags and environment.
   returned: success
@@ -233,6 +239,20 @@ def unmet_requirements(requires, host, model, engine_version, patches=()):
     return reasons
 
 
+def stack_record(python):
+    """What the stack role recorded beside the engine's venv (versions, patches), or None."""
+    path = os.path.join(os.path.dirname(os.path.dirname(python)), "fleetopt-stack.json")
+    try:
+        with open(path) as handle:
+            return json.load(handle)
+    except (IOError, OSError, ValueError):
+        return None
+
+
+def applied_patch_ids(stack):
+    return [p["id"] for p in (stack or {}).get("patches") or [] if p.get("state") == "applied" and p.get("id")]
+
+
 def select_entries(catalog, tier, only):
     entries = catalog.get("optimizations") or []
     known = [e["id"] for e in entries]
@@ -325,9 +345,12 @@ def main():
             )
     host = host_facts(p["nvidia_smi"])
     model = model_facts(p["model"])
+    stack = stack_record(p["python"])
+    patches = sorted(set(p["patches"]) | set(applied_patch_ids(stack)))
     variants = plan_variants(adapter, entries, p["baseline_flags"], p["baseline_env"], host, model, version,
-                             p["aa"], p["patches"])
-    module.exit_json(changed=False, engine_version=version, host=host, model_info=model, variants=variants)
+                             p["aa"], patches)
+    module.exit_json(changed=False, engine_version=version, host=host, model_info=model, stack=stack,
+                     variants=variants)
 
 
 if __name__ == "__main__":

@@ -135,3 +135,23 @@ def test_shipped_catalogs_are_well_formed():
         for entry in catalog["optimizations"]:
             assert isinstance(entry["tier"], int) and entry.get("title") and entry.get("rationale"), (path, entry["id"])
             assert all(flag.startswith("--") for flag in (entry.get("flags") or {})), (path, entry["id"])
+
+
+def test_patches_recorded_by_the_stack_role_satisfy_patch_requirements(engine_python, model_dir, tmp_path, port):
+    catalog = {"engine": "vllm", "optimizations": [
+        {"id": "patched", "tier": 1, "flags": {}, "requires": {"patch": ["fix-a", "fix-b"]}},
+    ]}
+    python = engine_python()
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").symlink_to(python)
+    unpatched = plan(str(venv / "bin" / "python"), model_dir, tmp_path, port, catalog=catalog, tier=1)
+    assert unpatched["stack"] is None
+    assert unpatched["variants"][1]["reason"] == "needs patch(es) fix-a, fix-b applied to the engine stack"
+    (venv / "fleetopt-stack.json").write_text(json.dumps({"patches": [
+        {"id": "fix-a", "state": "applied", "sha256": "ab"}, {"id": "fix-b", "state": "not-applicable"}]}))
+    half = plan(str(venv / "bin" / "python"), model_dir, tmp_path, port, catalog=catalog, tier=1)
+    assert half["stack"]["patches"][0]["sha256"] == "ab"
+    assert half["variants"][1]["reason"] == "needs patch(es) fix-b applied to the engine stack"
+    whole = plan(str(venv / "bin" / "python"), model_dir, tmp_path, port, catalog=catalog, tier=1, patches=["fix-b"])
+    assert whole["variants"][1]["applicable"] is True
