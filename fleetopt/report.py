@@ -14,6 +14,7 @@ import tempfile
 
 from tabulate import tabulate
 
+from fleetopt.formatting import fmt, fmt_change, fmt_mean_ci
 from fleetopt.html_report import write_html_report
 from fleetopt.llmd_export import write_llmd_reports
 from fleetopt.summary import build_summary, load_cells
@@ -28,33 +29,6 @@ def write_atomically(path, text):
         handle.write(text)
     os.chmod(tmp, 0o644)
     os.replace(tmp, path)
-
-
-def fmt(value, digits=1):
-    return "" if value is None else "%.*f" % (digits, value)
-
-
-def fmt_pct(value):
-    return "" if value is None else "%+.1f %%" % value
-
-
-def fmt_change(comparison):
-    if not comparison:
-        return ""
-    text = fmt_pct(comparison["change_pct"])
-    if comparison.get("ci_low_pct") is not None:
-        text += " [%+.1f, %+.1f]" % (comparison["ci_low_pct"], comparison["ci_high_pct"])
-    return text
-
-
-def fmt_mean_ci(row, metric, digits=1):
-    described = (row.get("stats") or {}).get(metric) or {}
-    mean = (row.get("metrics") or {}).get(metric)
-    if mean is None:
-        return ""
-    if described.get("ci_high") is None:
-        return fmt(mean, digits)
-    return "%s ± %s" % (fmt(mean, digits), fmt(described["ci_high"] - mean, digits))
 
 
 def matrix_table(rows):

@@ -35,3 +35,34 @@ def processes_listening_as(port):
         if any(a == "--port" and i + 1 < len(argv) and argv[i + 1] == str(port) for i, a in enumerate(argv)):
             found.append(int(name))
     return found
+
+
+class ForeignListener:
+    """A process fleetopt did not start, holding `port` (context manager); `alive()` says it survived."""
+
+    def __init__(self, port):
+        self.port = port
+
+    def __enter__(self):
+        import subprocess
+        import sys
+        import time
+        self.process = subprocess.Popen([sys.executable, "-m", "http.server", str(self.port), "--bind", "127.0.0.1"],
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for _ in range(100):
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", self.port)) == 0:
+                    return self
+            time.sleep(0.1)
+        raise AssertionError("the stand-in listener never bound port %d" % self.port)
+
+    @property
+    def pid(self):
+        return self.process.pid
+
+    def alive(self):
+        return self.process.poll() is None
+
+    def __exit__(self, *exc):
+        self.process.terminate()
+        self.process.wait()

@@ -375,7 +375,6 @@ class Lifecycle:
         self.secrets = secrets
         wanted = config_hash(argv, dict(env, **self.secret_env))
         state = self.slot.load()
-        changed = False
         previous = None
 
         if state and server_alive(state) and state["config_hash"] == wanted and state["status"] in ("starting", "ready"):
@@ -388,7 +387,6 @@ class Lifecycle:
             if self.module.check_mode:
                 self.module.exit_json(changed=True, server=public_view(state), msg="would restart with a new configuration")
             self.stop_existing(state)
-            changed = True
         elif state:
             self.slot.clear()
 

@@ -1,13 +1,9 @@
 """Bad input fails with a clear message before any server starts."""
-import socket
-import subprocess
-import sys
-import time
 
 import pytest
 
 from e2e.conftest import run_playbook
-from helpers import free_port
+from helpers import ForeignListener, free_port
 
 
 def campaign_args(tmp_path, port, *extra):
@@ -38,18 +34,8 @@ def test_bad_input_is_refused_before_anything_starts(tmp_path, local_engine, ext
 
 def test_port_held_by_another_process_is_refused_and_that_process_left_alone(tmp_path, local_engine):
     port = free_port()
-    holder = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        for _ in range(50):
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.1)
+    with ForeignListener(port) as holder:
         rc, output = run_playbook(*campaign_args(tmp_path, port, "-e", "tier=1"))
         assert rc != 0 and "port %d is held by a process fleetopt did not start" % port in output
-        assert holder.poll() is None
+        assert holder.alive()
         assert_nothing_started(tmp_path)
-    finally:
-        holder.terminate()
-        holder.wait()

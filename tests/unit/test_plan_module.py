@@ -1,14 +1,11 @@
 import json
-import socket
 import stat
-import subprocess
 import sys
-import time
 
 import pytest
 import yaml
 
-from helpers import ROOT
+from helpers import ROOT, ForeignListener
 from module_runner import run_module
 
 CATALOG = {
@@ -110,21 +107,11 @@ def test_missing_engine_is_refused(model_dir, tmp_path, port):
 
 
 def test_port_held_by_a_foreign_process_is_refused_and_left_alone(engine_python, model_dir, tmp_path, port):
-    holder = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        for _ in range(50):
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.1)
+    with ForeignListener(port) as holder:
         result = plan(engine_python(), model_dir, tmp_path, port, tier=1)
         assert result["failed"] is True and "held by a process fleetopt did not start" in result["msg"]
         assert result["holders"][0]["pid"] == holder.pid
-        assert holder.poll() is None
-    finally:
-        holder.terminate()
-        holder.wait()
+        assert holder.alive()
 
 
 def test_shipped_catalogs_are_well_formed():

@@ -1,12 +1,9 @@
 import json
 import os
-import socket
-import subprocess
-import sys
 import time
 
 from module_runner import run_module
-from helpers import pid_gone
+from helpers import ForeignListener, pid_gone
 
 READY = [[0.1, "(EngineCore pid=1) INFO Initializing a V1 LLM engine (v0.32.0) with config"],
          [0.2, "(Worker pid=2) INFO Starting to load model /m..."],
@@ -95,22 +92,12 @@ def test_startup_timeout_stops_the_server_and_its_children(scripted_python, serv
 
 
 def test_port_held_by_a_foreign_process_is_an_error_and_that_process_is_left_alone(scripted_python, server_args, port):
-    holder = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        for _ in range(50):
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.1)
+    with ForeignListener(port) as holder:
         result = run_module("fleetopt_server", server_args(scripted_python({"lines": READY})))
         assert result["failed"] is True
         assert "already in use" in result["msg"] and "left alone" in result["msg"]
         assert result["holders"][0]["pid"] == holder.pid
-        assert holder.poll() is None
-    finally:
-        holder.terminate()
-        holder.wait()
+        assert holder.alive()
 
 
 def test_check_mode_launches_nothing(scripted_python, server_args, tmp_path):
