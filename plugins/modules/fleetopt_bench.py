@@ -57,6 +57,10 @@ options:
         same concurrency limit, and are excluded from the statistics.
     type: int
     default: 2
+  min_warmups:
+    description: ... but never fewer warm-up requests than this (a compiled engine needs a few to settle).
+    type: int
+    default: 8
   prompts_per_concurrency:
     description: Prompts per run are this times the concurrency (upstream guidance is at least 5)...
     type: int
@@ -160,6 +164,7 @@ def module_args():
         concurrency=dict(type="list", elements="int", required=True),
         trials=dict(type="int", default=1),
         warmup_per_concurrency=dict(type="int", default=2),
+        min_warmups=dict(type="int", default=8),
         prompts_per_concurrency=dict(type="int", default=10),
         min_prompts=dict(type="int", default=32),
         input_len=dict(type="int", default=64),
@@ -215,7 +220,7 @@ def measure_level(module, adapter, concurrency, trial, env):
     if os.path.exists(result_path):
         os.remove(result_path)  # clients append (SGLang JSONL); a stale record must not be read
     num_prompts = max(p["min_prompts"], p["prompts_per_concurrency"] * concurrency)
-    warmups = p["warmup_per_concurrency"] * concurrency
+    warmups = max(p["min_warmups"], p["warmup_per_concurrency"] * concurrency)
     argv = adapter.bench_command(
         p["python"], p["base_url"], p["served_model_name"], p["tokenizer"], concurrency,
         num_prompts, p["input_len"], p["output_len"], p["seed"] + trial - 1, result_path, p["extra_args"],

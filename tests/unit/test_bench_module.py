@@ -26,6 +26,7 @@ def test_each_level_is_run_and_normalized(scripted_python, tmp_path):
     assert metrics["total_throughput"] == recorded["total_token_throughput"]
     assert metrics["mean_e2e_latency_ms"] == recorded["mean_e2el_ms"]
     assert result["levels"][2]["num_prompts"] == 40  # 10 per unit of concurrency, at least 32
+    assert [lv["warmups"] for lv in result["levels"]] == [8, 8, 8, 8]  # 2 per unit of concurrency, at least 8
     assert "--max-concurrency" in result["client"] and result["server_died"] is False
 
 
