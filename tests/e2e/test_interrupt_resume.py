@@ -18,9 +18,23 @@ def wait_for(predicate, timeout, what):
     raise AssertionError("timed out waiting for %s" % what)
 
 
-def start(args):
-    return subprocess.Popen(fleetopt_command() + args, cwd=str(ROOT), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT)
+def interrupted(args, signum, *milestones):
+    """Run `fleetopt <args>`, wait for each (predicate, timeout, what) in turn, then send `signum`.
+
+    Returns the exit code and the output.
+    """
+    campaign = subprocess.Popen(fleetopt_command() + args, cwd=str(ROOT), stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT)
+    try:
+        for predicate, timeout, what in milestones:
+            wait_for(predicate, timeout, what)
+        time.sleep(2)  # well inside the start-up that follows the last milestone
+        campaign.send_signal(signum)
+        output = campaign.communicate(timeout=180)[0].decode()
+    finally:
+        if campaign.poll() is None:
+            campaign.kill()
+    return campaign.returncode, output
 
 
 def test_sigint_stops_the_server_keeps_finished_cells_and_the_rerun_measures_only_the_rest(tmp_path, local_engine):
@@ -28,18 +42,13 @@ def test_sigint_stops_the_server_keeps_finished_cells_and_the_rerun_measures_onl
     args = ["run", "--only", "float32_compute,async_scheduling"] + isolated(tmp_path, port, "e2e-resume")
     cells = tmp_path / "results" / "e2e-resume" / "cells" / "localhost"
     logs = tmp_path / "state" / "campaigns" / "e2e-resume" / "localhost"
-    campaign = start(args)
-    try:
-        wait_for(lambda: (cells / "baseline.json").exists(), 240, "the baseline cell")
+    rc, output = interrupted(
+        args, signal.SIGINT,
+        (lambda: (cells / "baseline.json").exists(), 240, "the baseline cell"),
         # Variants run in catalog order: async_scheduling comes next.
-        wait_for(lambda: (logs / "async_scheduling.log").exists(), 120, "the next server")
-        time.sleep(3)
-        campaign.send_signal(signal.SIGINT)
-        output = campaign.communicate(timeout=180)[0].decode()
-    finally:
-        if campaign.poll() is None:
-            campaign.kill()
-    assert campaign.returncode == 130, output[-3000:]
+        (lambda: (logs / "async_scheduling.log").exists(), 120, "the next server"),
+    )
+    assert rc == 130, output[-3000:]
     assert "interrupted; servers stopped; 1 finished cell(s) kept" in output
     assert processes_listening_as(port) == []
     baseline = (cells / "baseline.json").read_text()
@@ -56,16 +65,9 @@ def test_sigint_stops_the_server_keeps_finished_cells_and_the_rerun_measures_onl
 
 def test_sigterm_during_start_up_leaves_no_server(tmp_path, local_engine):
     port = free_port()
-    campaign = start(["run", "--only", "float32_compute"] + isolated(tmp_path, port, "e2e-sigterm"))
     logs = tmp_path / "state" / "campaigns" / "e2e-sigterm" / "localhost"
-    try:
-        wait_for(lambda: (logs / "baseline.log").exists(), 120, "the baseline server")
-        time.sleep(2)
-        campaign.send_signal(signal.SIGTERM)
-        output = campaign.communicate(timeout=180)[0].decode()
-    finally:
-        if campaign.poll() is None:
-            campaign.kill()
-    assert campaign.returncode == 143, output[-3000:]
+    rc, output = interrupted(["run", "--only", "float32_compute"] + isolated(tmp_path, port, "e2e-sigterm"),
+                             signal.SIGTERM, (lambda: (logs / "baseline.log").exists(), 120, "the baseline server"))
+    assert rc == 143, output[-3000:]
     assert processes_listening_as(port) == []
     assert not list((tmp_path / "state" / "run").glob("*.json"))
