@@ -1,5 +1,7 @@
 """Bad input fails with a clear message before any server starts."""
 
+import re
+
 import pytest
 
 from e2e.conftest import run_playbook
@@ -39,3 +41,11 @@ def test_port_held_by_another_process_is_refused_and_that_process_left_alone(tmp
         assert rc != 0 and "port %d is held by a process fleetopt did not start" % port in output
         assert holder.alive()
         assert_nothing_started(tmp_path)
+
+
+def test_without_a_campaign_id_one_is_made_from_the_time(tmp_path, local_engine):
+    rc, output = run_playbook("optimize.yml", "-e", "tier=9", "-e", "campaign_results_dir=%s" % (tmp_path / "results"),
+                              "-e", "campaign_state_dir=%s" % (tmp_path / "state"))
+    assert rc != 0 and 'unknown tier "9"' in output, output[-3000:]
+    made = [p.name for p in (tmp_path / "results").iterdir()]
+    assert len(made) == 1 and re.match(r"^20\d{6}T\d{6}Z$", made[0]), made
