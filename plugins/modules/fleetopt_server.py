@@ -356,8 +356,13 @@ class Lifecycle:
             self.p["host"], self.p["port"], flags,
         )
         env = adapter.server_env(self.p["env"])
-        secrets = [v for v in list(self.secret_env.values()) + [self.p["api_key"]] if v]
+        secrets = self.secret_values()
         return adapter, argv, env, secrets
+
+    def secret_values(self):
+        """Every secret this server was given, to keep out of results and evidence."""
+        env = getattr(self, "secret_env", self.p["secret_env"])
+        return [v for v in list(env.values()) + [self.p["api_key"]] if v]
 
     def stop_existing(self, state):
         report = stop_session(
@@ -561,7 +566,7 @@ class Lifecycle:
         if not self.module.check_mode:
             self.slot.clear()
         state["status"] = "crashed"
-        state["failure"] = scrub(failure, [v for v in list(self.p["secret_env"].values()) + [self.p["api_key"]] if v])
+        state["failure"] = scrub(failure, self.secret_values())
         self.module.exit_json(changed=not self.module.check_mode, server=public_view(state), died=True)
 
     def ensure_stopped(self):
