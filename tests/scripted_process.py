@@ -6,7 +6,12 @@ engine is exercised by the end-to-end tests.
 Usage: scripted_process.py SCENARIO_JSON [ignored engine args...]
 Scenario: {"lines": [[delay_s, "text"], ...], "serve_health_on": PORT or null,
            "exit_code": N or null (null: stay alive), "spawn_child": bool,
-           "ignore_sigterm": bool, "client_result": PATH or null}
+           "ignore_sigterm": bool, "client_result": PATH or null,
+           "echo_args": bool (print argv the way SGLang logs server_args),
+           "escape_holding_port": PORT (a child leaves the session and listens there),
+           "gpu_file": PATH, "gpu_hold_mib": N, "gpu_release_delay_s": S or null
+           (hold "GPU memory" in the file fake_nvidia_smi.py reads; after this process ends the
+           memory returns S seconds later, like NVML after a kill; null: it never returns)}
 """
 import http.server
 import json
@@ -40,8 +45,38 @@ def write_client_result(source, argv):
         dst.write(src.read())
 
 
+def hold_gpu_memory(scenario):
+    with open(scenario["gpu_file"], "w") as handle:
+        json.dump({"0": scenario["gpu_hold_mib"]}, handle)
+    delay = scenario.get("gpu_release_delay_s")
+    if delay is None:
+        return
+    # A detached releaser waits for this process to end, then gives the memory back.
+    release = ("import json,os,sys,time\n"
+               "pid, path, delay = int(sys.argv[1]), sys.argv[2], float(sys.argv[3])\n"
+               "while os.path.exists('/proc/%d' % pid) and open('/proc/%d/stat' % pid).read().split(')')[-1].split()[0] != 'Z':\n"
+               "    time.sleep(0.02)\n"
+               "time.sleep(delay)\n"
+               "json.dump({'0': 0}, open(path, 'w'))\n")
+    subprocess.Popen([sys.executable, "-c", release, str(os.getpid()), scenario["gpu_file"], str(delay)],
+                     start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def escape_holding_port(port):
+    code = ("import os,socket,time\nos.setsid()\ns=socket.socket()\n"
+            "s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\ns.bind(('127.0.0.1', %d))\ns.listen()\n"
+            "time.sleep(120)\n" % port)
+    subprocess.Popen([sys.executable, "-c", code])
+
+
 def main():
     scenario = json.loads(sys.argv[1])
+    if scenario.get("echo_args"):
+        print("[2026-03-02 10:15:03] server_args=ServerArgs(argv=%r)" % (sys.argv[2:],), flush=True)
+    if scenario.get("gpu_file"):
+        hold_gpu_memory(scenario)
+    if scenario.get("escape_holding_port"):
+        escape_holding_port(scenario["escape_holding_port"])
     if scenario.get("ignore_sigterm"):
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     if scenario.get("spawn_child"):
@@ -51,9 +86,11 @@ def main():
         if text == "@serve":
             serve_health(scenario["serve_health_on"])
             continue
+        # The stamp is taken just before the write: the line cannot be in the log earlier.
+        at = time.time()
         print(text, flush=True)
         with open(scenario.get("stamp_file", os.devnull), "a") as stamp:
-            stamp.write("%r %s\n" % (time.time(), text))
+            stamp.write("%r %s\n" % (at, text))
     if scenario.get("client_result"):
         write_client_result(scenario["client_result"], sys.argv[2:])
     if scenario.get("exit_code") is not None:

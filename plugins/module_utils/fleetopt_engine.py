@@ -84,10 +84,26 @@ def redact_env(env):
     return {k: (REDACTED if SECRET_NAME.search(k) else v) for k, v in (env or {}).items()}
 
 
-def config_hash(argv, env):
-    """Stable identity of a launch: same argv and environment, same server."""
-    blob = json.dumps({"argv": list(argv), "env": dict(sorted((env or {}).items()))}, sort_keys=True)
+def config_hash(argv, env, secret_names=(), secrets=()):
+    """Stable identity of a launch: same argv and environment, same server.
+
+    Secret values never enter it (a hash of a short key can be reversed by trying keys):
+    secret values in argv are redacted first, and secret environment counts by name only.
+    """
+    blob = json.dumps({"argv": redact_argv(argv, secrets), "env": dict(sorted((env or {}).items())),
+                       "secret_env": sorted(secret_names)}, sort_keys=True)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def scrub_failure(failure, secrets):
+    """A failure's evidence quotes log lines, and some engines log their arguments."""
+    if not failure or not secrets:
+        return failure
+    for item in failure.get("evidence") or []:
+        for secret in secrets:
+            if secret:
+                item["text"] = item["text"].replace(secret, REDACTED)
+    return failure
 
 
 def version_tuple(text):

@@ -11,6 +11,7 @@ __metaclass__ = type
 
 import re
 import subprocess
+import time
 
 # Richest query first; older drivers refuse unknown fields, so fall back to the basics.
 GPU_QUERIES = (
@@ -82,3 +83,72 @@ def gpu_facts(nvidia_smi="nvidia-smi"):
         "cuda_version": parse_cuda_version(_run([nvidia_smi])),
         "topology": clean_topology(_run([nvidia_smi, "topo", "-m"])),
     }
+
+
+# Memory a GPU may hold above its level before the launch and still count as released
+# (the driver's own bookkeeping moves by a few MiB between queries).
+RELEASE_TOLERANCE_MIB = 256
+# A GPU with more than this in use before a launch is held by another process.
+BUSY_THRESHOLD_MIB = 1024
+MEMORY_QUERY = ["--query-gpu=index,memory.used", "--format=csv,noheader,nounits"]
+
+
+def parse_memory_used(text):
+    """`nvidia-smi --query-gpu=index,memory.used --format=csv,noheader,nounits` -> {index: MiB}."""
+    used = {}
+    for row in (text or "").splitlines():
+        cols = [c.strip() for c in row.split(",")]
+        if len(cols) >= 2 and cols[0].isdigit():
+            try:
+                used[cols[0]] = int(float(cols[1]))
+            except ValueError:
+                continue
+    return used
+
+
+def memory_used(nvidia_smi="nvidia-smi"):
+    """Per-GPU used memory in MiB, or None where there is no nvidia-smi (or no GPU).
+
+    Used memory per GPU, not per process: inside an LXC guest or any PID namespace NVML
+    reports host PIDs, which the guest cannot match against its own, but a GPU's used
+    memory means the same on both sides.
+    """
+    text = _run([nvidia_smi] + MEMORY_QUERY, timeout=30)
+    used = parse_memory_used(text)
+    return used or None
+
+
+def busy_gpus(used, threshold_mib=BUSY_THRESHOLD_MIB):
+    """[(index, MiB)] of GPUs that hold more than the threshold."""
+    return sorted((index, mib) for index, mib in (used or {}).items() if mib > threshold_mib)
+
+
+def unreleased(before, now, tolerance_mib=RELEASE_TOLERANCE_MIB):
+    """GPUs whose used memory is still above its level before the launch."""
+    return sorted(i for i, mib in (now or {}).items() if mib > (before or {}).get(i, 0) + tolerance_mib)
+
+
+class GpuMemoryWatch:
+    """Waits until every GPU is back to the memory it had before a server launched."""
+
+    def __init__(self, before, nvidia_smi="nvidia-smi", tolerance_mib=RELEASE_TOLERANCE_MIB, interval=0.2):
+        self.before = before
+        self.nvidia_smi = nvidia_smi
+        self.tolerance_mib = tolerance_mib
+        self.interval = interval
+
+    def __call__(self, deadline):
+        """Waits until `deadline` at most; None when there was no reading before the launch."""
+        if not self.before:
+            return None
+        started = time.time()
+        while True:
+            now = memory_used(self.nvidia_smi) or {}
+            pending = unreleased(self.before, now, self.tolerance_mib)
+            if not pending or time.time() >= deadline:
+                break
+            time.sleep(self.interval)
+        return {
+            "before_mib": self.before, "after_mib": now, "tolerance_mib": self.tolerance_mib,
+            "released": not pending, "still_held": pending, "waited_s": round(time.time() - started, 3),
+        }

@@ -14,7 +14,6 @@ __metaclass__ = type
 import os
 import signal
 import socket
-import subprocess
 import time
 
 TCP_LISTEN = "0A"
@@ -28,14 +27,45 @@ def _read(path):
         return None
 
 
-def proc_stat(pid):
-    """(state, ppid, pgid, sid) of a process, or None when it is gone."""
+def _stat_fields(pid):
     raw = _read("/proc/%d/stat" % pid)
     if raw is None:
         return None
     # The command name may hold spaces and parentheses; fields resume after the last ')'.
-    fields = raw[raw.rfind(")") + 2:].split()
+    return raw[raw.rfind(")") + 2:].split()
+
+
+def proc_stat(pid):
+    """(state, ppid, pgid, sid) of a process, or None when it is gone."""
+    fields = _stat_fields(pid)
+    if fields is None:
+        return None
     return fields[0], int(fields[1]), int(fields[2]), int(fields[3])
+
+
+def start_ticks(pid):
+    """When the process started, in clock ticks since boot; None when it is gone.
+
+    A PID alone is no identity: after the process ends the number is handed out again.
+    PID plus start time plus boot id names one process for good.
+    """
+    fields = _stat_fields(pid)
+    return int(fields[19]) if fields else None
+
+
+def boot_id():
+    return (_read("/proc/sys/kernel/random/boot_id") or "").strip() or None
+
+
+def process_identity(pid):
+    return {"pid": pid, "start_ticks": start_ticks(pid), "boot_id": boot_id()}
+
+
+def same_process(identity):
+    """True while the process recorded in `identity` is still the one running under its PID."""
+    if not identity or identity.get("boot_id") != boot_id():
+        return False
+    return pid_alive(identity["pid"]) and start_ticks(identity["pid"]) == identity.get("start_ticks")
 
 
 def pid_alive(pid):
@@ -118,29 +148,6 @@ def port_in_use(port, host="127.0.0.1"):
         probe.close()
 
 
-def gpu_compute_pids(nvidia_smi="nvidia-smi"):
-    """PIDs holding GPU memory per nvidia-smi, or None where there is no nvidia-smi."""
-    try:
-        out = subprocess.run(
-            [nvidia_smi, "--query-compute-apps=pid,used_memory", "--format=csv,noheader"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30, check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if out.returncode != 0:
-        return None
-    return parse_compute_apps(out.stdout.decode("utf-8", "replace"))
-
-
-def parse_compute_apps(text):
-    pids = []
-    for row in text.splitlines():
-        first = row.split(",")[0].strip()
-        if first.isdigit():
-            pids.append(int(first))
-    return pids
-
-
 def signal_session(sid, signum):
     """Signal every process of a session; returns the pids signalled."""
     pids = session_pids(sid)
@@ -163,25 +170,31 @@ def wait_until(predicate, timeout, interval=0.1):
 
 
 def stop_session(sid, port, term_timeout=15.0, kill_timeout=10.0, release_timeout=120.0,
-                 nvidia_smi="nvidia-smi"):
-    """SIGTERM the session, wait, SIGKILL what is left, then wait for port and GPU memory.
+                 gpu_release=None):
+    """SIGTERM the session, wait, SIGKILL what is left, then wait for the port and GPU memory.
 
-    Returns a dict describing what happened, for the module's result.
+    `gpu_release` is a callable(deadline) -> dict or None that waits until the GPUs are
+    back to their memory before the launch (see fleetopt_gpu.GpuMemoryWatch). It is only
+    called once every process of the session is gone: memory that a live process holds
+    will not come back.
+
+    Returns a dict describing what happened, for the module's result. `complete` is False
+    when a process or the port outlived the stop, or GPU memory was not released in time.
     """
     started = time.time()
-    report = {"signalled": [], "killed": [], "port_free": None, "gpu_released": None}
+    report = {"signalled": [], "killed": [], "port_free": None, "gpu_released": None, "gpu_memory": None}
     report["signalled"] = signal_session(sid, signal.SIGTERM)
     if not wait_until(lambda: not session_pids(sid), term_timeout):
         report["killed"] = signal_session(sid, signal.SIGKILL)
         wait_until(lambda: not session_pids(sid), kill_timeout)
     remaining = session_pids(sid)
     report["remaining"] = remaining
-    gone = set(report["signalled"]) | set(report["killed"])
     report["port_free"] = wait_until(lambda: not port_in_use(port), release_timeout, 0.2)
-    gpu = gpu_compute_pids(nvidia_smi)
-    if gpu is not None:
-        report["gpu_released"] = wait_until(
-            lambda: not (set(gpu_compute_pids(nvidia_smi) or []) & gone), release_timeout, 0.5
-        )
+    if gpu_release is not None and not remaining:
+        memory = gpu_release(time.time() + release_timeout)
+        if memory is not None:
+            report["gpu_memory"] = memory
+            report["gpu_released"] = memory["released"]
+    report["complete"] = not remaining and report["port_free"] and report["gpu_released"] is not False
     report["elapsed_s"] = round(time.time() - started, 3)
     return report

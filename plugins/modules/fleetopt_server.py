@@ -17,8 +17,17 @@ description:
   - A crash is classified against the engine's failure signatures (root cause, remedy,
     C(blocked) or C(crashed)). Past O(startup_timeout) the server is stopped and the result
     says C(timeout).
+  - The server runs under a small supervisor (standard-library Python, in the server's session)
+    that writes its output to the log with every secret replaced, records when the ready line
+    was written and the server's exit code, and stops the server when its lease (O(lease_s))
+    is not renewed, so a controller that goes away does not leave the GPUs held.
   - Stopping sends SIGTERM to the whole session, waits, sends SIGKILL, then waits until the
-    port is free and, where C(nvidia-smi) exists, until none of its processes hold GPU memory.
+    port is free and, where C(nvidia-smi) exists, until every GPU's used memory is back to
+    its level before the launch (PIDs are not compared: in an LXC guest NVML reports host PIDs).
+  - A server whose processes or port outlive the stop is never forgotten: its state file stays,
+    and the result says C(unhealthy).
+  - A launch that cannot happen (interpreter missing, port held by another process, a GPU
+    already holding memory) fails with C(status=error) and failure class C(launch_failed).
   - Idempotent. A server already running with the same launch configuration is no change;
     a different configuration, or a stale server recorded in O(run_dir), is stopped first.
     A port held by a process fleetopt did not start is an error and that process is left alone.
@@ -113,6 +122,25 @@ options:
     description: Seconds between looks at the log and the process.
     type: float
     default: 0.1
+  lease_s:
+    description:
+      - Seconds the server may run without hearing from fleetopt. Every call of this module (and
+        of C(fleetopt_bench) with the returned C(lease_path)) renews it; when it runs out the
+        supervisor stops the server and records why. C(0) means no lease.
+    type: float
+    default: 0
+  nvidia_smi:
+    description: The C(nvidia-smi) program; where it does not exist, GPU memory is not checked.
+    type: str
+    default: nvidia-smi
+  gpu_busy_threshold_mib:
+    description: A GPU holding more than this many MiB before a launch is in use by another process; nothing is launched.
+    type: int
+    default: 1024
+  gpu_release_tolerance_mib:
+    description: After a stop, a GPU counts as released when its used memory is within this many MiB of its level before the launch.
+    type: int
+    default: 256
   follow_slice:
     description:
       - Return after this many seconds, or at the next phase change, with C(status=starting)
@@ -158,13 +186,17 @@ server:
   type: dict
   contains:
     status:
-      description: C(ready), C(starting), C(crashed), C(blocked), C(timeout) or C(stopped).
+      description: C(ready), C(starting), C(crashed), C(blocked), C(timeout), C(error) (could not launch) or C(stopped).
       type: str
       sample: ready
     pid:
-      description: PID of the launched process (also its session id).
+      description: PID of the server process.
       type: int
       sample: 4242
+    sid:
+      description: Session id of the server and its supervisor (the supervisor's PID).
+      type: int
+      sample: 4241
     port:
       description: HTTP port.
       type: int
@@ -186,7 +218,7 @@ server:
       type: float
       sample: 21.4
     ready_noticed_after_s:
-      description: Seconds between the ready line appearing and this module noticing it.
+      description: Seconds between the ready line being written to the log (as the supervisor recorded it) and this module noticing it.
       type: float
       sample: 0.05
     failure:
@@ -194,8 +226,14 @@ server:
       type: dict
       sample: {"failure_class": "cuda_oom", "verdict": "crashed", "root_cause": "...", "remedy": "...", "evidence": [{"line": 88, "text": "..."}]}
     exit_code:
-      description: Exit code of the launched process once it died, else null.
+      description: Exit code of the server once it ended (recorded by its supervisor, also after this module returned), else null.
       type: int
+    lease_path:
+      description: The lease file; give it to C(fleetopt_bench) so long benchmarks renew the lease.
+      type: str
+    gpu_before_mib:
+      description: Used memory per GPU (MiB) before the launch, or null without nvidia-smi.
+      type: dict
     argv:
       description: The launch command, secrets redacted.
       type: list
@@ -210,31 +248,44 @@ server:
       description: The server's log file.
       type: str
     stop:
-      description: For C(stopped), what the stop did (signalled, killed, port_free, gpu_released, elapsed_s).
+      description:
+        - What a stop did (signalled, killed, remaining, port_free, gpu_released, elapsed_s, complete) and
+          C(gpu_memory) with per-GPU used memory before the launch and after the stop.
       type: dict
 died:
   description: For C(stopped), true when the recorded server had already died on its own; C(server.failure) then says why.
   returned: when state=stopped
   type: bool
+unhealthy:
+  description: True when a server fleetopt started could not be stopped (a process, the port or GPU memory outlived the stop).
+  returned: when a stop did not complete
+  type: bool
 """
 
+import inspect
 import json
 import os
+import signal
 import subprocess
+import sys
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.fleetopt_engine import REDACTED, config_hash, redact_argv, redact_env
+from ansible.module_utils import fleetopt_process, fleetopt_supervisor
+from ansible.module_utils.fleetopt_engine import config_hash, redact_argv, redact_env, scrub_failure
 from ansible.module_utils.fleetopt_engines import get_adapter
+from ansible.module_utils.fleetopt_gpu import GpuMemoryWatch, busy_gpus, memory_used
 from ansible.module_utils.fleetopt_logwatch import LogWatcher
 from ansible.module_utils.fleetopt_process import (
-    cmdline, pid_alive, port_in_use, port_listeners, session_pids, stop_session,
+    cmdline, pid_alive, port_in_use, port_listeners, process_identity, same_process, session_pids, stop_session,
 )
+from ansible.module_utils.fleetopt_supervisor import read_json, write_lease
 from ansible.module_utils.urls import open_url
 
 # Seconds allowed after the first fatal line for the rest of the traceback to reach the log,
 # so that the root cause (often printed last) is classified rather than the first symptom.
 CRASH_SETTLE_S = 0.4
+SUPERVISOR_START_TIMEOUT_S = 10.0
 
 
 def module_args():
@@ -260,22 +311,25 @@ def module_args():
         release_timeout=dict(type="float", default=120.0),
         health_timeout=dict(type="float", default=20.0),
         poll_interval=dict(type="float", default=0.1),
+        lease_s=dict(type="float", default=0.0),
+        nvidia_smi=dict(type="str", default="nvidia-smi"),
+        gpu_busy_threshold_mib=dict(type="int", default=1024),
+        gpu_release_tolerance_mib=dict(type="int", default=256),
         follow_slice=dict(type="float"),
     )
 
 
 class ServerSlot:
-    """The state file of one slot: who runs there, with what configuration."""
+    """The files of one slot: who runs there, with what configuration, until when."""
 
     def __init__(self, run_dir, name):
         self.path = os.path.join(run_dir, "%s.json" % name)
+        self.lease_path = os.path.join(run_dir, "%s.lease" % name)
+        self.status_path = os.path.join(run_dir, "%s.status" % name)
+        self.supervisor_log = os.path.join(run_dir, "%s.supervisor.log" % name)
 
     def load(self):
-        try:
-            with open(self.path) as handle:
-                return json.load(handle)
-        except (IOError, OSError, ValueError):
-            return None
+        return read_json(self.path)
 
     def save(self, state):
         tmp = self.path + ".tmp"
@@ -283,13 +337,31 @@ class ServerSlot:
             json.dump(state, handle)
         os.replace(tmp, self.path)
 
+    def supervisor_status(self):
+        return read_json(self.status_path) or {}
+
     def clear(self):
-        if os.path.exists(self.path):
-            os.remove(self.path)
+        for path in (self.path, self.lease_path, self.status_path):
+            if os.path.exists(path):
+                os.remove(path)
 
 
 def server_alive(state):
-    return bool(state) and bool(session_pids(state["sid"]) or pid_alive(state["pid"]))
+    """Whether any process of the recorded server is left.
+
+    The session leader (the supervisor) is matched by PID, start time and boot id, so a
+    state file that outlived a reboot or a PID reused by an unrelated process never makes
+    fleetopt signal that process. Members of the session count while they live: a PID
+    stays reserved while a live process uses it as its session id.
+    """
+    if not state:
+        return False
+    identity = state.get("identity")
+    if identity and identity.get("boot_id") != fleetopt_process.boot_id():
+        return False
+    if identity and pid_alive(state["sid"]) and not same_process(identity):
+        return False
+    return bool(session_pids(state["sid"]) or (identity is None and pid_alive(state["pid"])))
 
 
 def http_ok(url, timeout, api_key=None):
@@ -301,35 +373,52 @@ def http_ok(url, timeout, api_key=None):
         return False
 
 
-def public_view(state, watcher=None, extra=None):
+def public_view(state, extra=None):
     view = {
         "status": state.get("status"),
         "pid": state.get("pid"),
+        "sid": state.get("sid"),
         "port": state.get("port"),
         "base_url": "http://%s:%s" % (state.get("connect_host"), state.get("port")),
         "phase": state.get("phase"),
         "phases": state.get("phase_times", {}),
         "startup_s": state.get("startup_s"),
         "ready_noticed_after_s": state.get("ready_noticed_after_s"),
+        "ready_written_at": state.get("ready_written_at"),
         "failure": state.get("failure"),
         "exit_code": state.get("exit_code"),
         "argv": state.get("argv_redacted"),
         "env": state.get("env_redacted"),
         "config_hash": state.get("config_hash"),
         "log_path": state.get("log_path"),
+        "lease_path": state.get("lease_path"),
+        "gpu_before_mib": state.get("gpu_before_mib"),
+        "stopped_by": state.get("stopped_by"),
     }
     view.update(extra or {})
     return view
 
 
-def scrub(failure, secrets):
-    """A failure's evidence quotes log lines, and some engines log their arguments."""
-    if not failure or not secrets:
-        return failure
-    for item in failure.get("evidence") or []:
-        for secret in secrets:
-            item["text"] = item["text"].replace(secret, REDACTED)
-    return failure
+def launch_failure(root_cause, remedy, evidence=None):
+    return {"failure_class": "launch_failed", "verdict": "error", "root_cause": root_cause, "remedy": remedy,
+            "phase": None, "evidence": evidence or [], "also_seen": []}
+
+
+def install_supervisor(run_dir):
+    """The supervisor runs as a program of its own, so its source is written beside the state."""
+    path = os.path.join(run_dir, "fleetopt_supervisor.py")
+    source = inspect.getsource(fleetopt_supervisor)
+    try:
+        with open(path) as handle:
+            if handle.read() == source:
+                return path
+    except (IOError, OSError):
+        pass
+    tmp = "%s.%d.tmp" % (path, os.getpid())
+    with open(tmp, "w") as handle:
+        handle.write(source)
+    os.replace(tmp, path)
+    return path
 
 
 class Lifecycle:
@@ -337,15 +426,20 @@ class Lifecycle:
         self.module = module
         self.p = module.params
         self.slot = ServerSlot(self.p["run_dir"], self.p["name"])
+        self.secret_env = dict(self.p["secret_env"])
+        self.secrets = self.secret_values()
 
     # -- helpers ---------------------------------------------------------------
     def fail(self, msg, **extra):
         self.module.fail_json(msg=msg, **extra)
 
+    def fail_launch(self, msg, remedy, **extra):
+        failure = launch_failure(msg, remedy, extra.pop("evidence", None))
+        self.fail(msg, server={"status": "error", "port": self.p["port"], "failure": failure}, **extra)
+
     def launch_config(self):
         adapter = get_adapter(self.p["engine"], self.p["engine_version"])
         flags = dict(self.p["flags"])
-        self.secret_env = dict(self.p["secret_env"])
         if self.p["api_key"]:
             if adapter.api_key_env:
                 self.secret_env[adapter.api_key_env] = self.p["api_key"]
@@ -356,87 +450,175 @@ class Lifecycle:
             self.p["host"], self.p["port"], flags,
         )
         env = adapter.server_env(self.p["env"])
-        secrets = self.secret_values()
-        return adapter, argv, env, secrets
+        return adapter, argv, env
 
     def secret_values(self):
-        """Every secret this server was given, to keep out of results and evidence."""
-        env = getattr(self, "secret_env", self.p["secret_env"])
-        return [v for v in list(env.values()) + [self.p["api_key"]] if v]
+        """Every secret this server was given, to keep out of results, logs and evidence."""
+        return [v for v in list(self.secret_env.values()) + [self.p["api_key"]] if v]
+
+    def renew_lease(self, state):
+        if self.p["lease_s"] > 0 and state and not self.module.check_mode:
+            write_lease(self.slot.lease_path, self.p["lease_s"], "fleetopt_server")
 
     def stop_existing(self, state):
-        report = stop_session(
-            state["sid"], state["port"], self.p["stop_timeout"], 10.0, self.p["release_timeout"],
-        )
-        self.slot.clear()
+        """Stop the recorded server. Its state is forgotten only once nothing of it is left."""
+        watch = None
+        if state.get("gpu_before_mib"):
+            watch = GpuMemoryWatch(state["gpu_before_mib"], self.p["nvidia_smi"], self.p["gpu_release_tolerance_mib"])
+        report = stop_session(state["sid"], state["port"], self.p["stop_timeout"], 10.0, self.p["release_timeout"],
+                              gpu_release=watch)
+        self.absorb_supervisor_status(state)
+        if report["complete"]:
+            self.slot.clear()
+        else:
+            state["stop_failed"] = report
+            self.slot.save(state)
         return report
+
+    def absorb_supervisor_status(self, state):
+        status = self.slot.supervisor_status()
+        for key in ("exit_code", "ready_written_at", "stopped_by", "lease_expired_at"):
+            if status.get(key) is not None:
+                state[key] = status[key]
+        return state
+
+    def unhealthy(self, state, report):
+        held = []
+        if report["remaining"]:
+            held.append("processes %s" % ", ".join(str(p) for p in report["remaining"]))
+        if not report["port_free"]:
+            held.append("port %d" % state["port"])
+        if report["gpu_released"] is False:
+            held.append("GPU memory on GPU %s" % ", ".join(report["gpu_memory"]["still_held"]))
+        state["status"] = "unhealthy"
+        self.fail("the server fleetopt started (pid %s) still holds %s after the stop; its state is kept in %s "
+                  "and nothing else is launched here until it is gone"
+                  % (state["pid"], " and ".join(held), self.slot.path),
+                  unhealthy=True, server=public_view(state, extra={"stop": report}))
 
     # -- started -------------------------------------------------------------------
     def ensure_started(self):
         for key in ("engine", "python", "model", "log_path"):
             if not self.p[key]:
                 self.fail("%s is required when state=started" % key)
-        adapter, argv, env, secrets = self.launch_config()
-        self.secrets = secrets
-        wanted = config_hash(argv, dict(env, **self.secret_env))
+        adapter, argv, env = self.launch_config()
+        self.secrets = self.secret_values()
+        # The configuration's identity names the secrets it uses, never their values.
+        wanted = config_hash(argv, env, secret_names=sorted(self.secret_env), secrets=self.secrets)
         state = self.slot.load()
         previous = None
 
         if state and server_alive(state) and state["config_hash"] == wanted and state["status"] in ("starting", "ready"):
+            self.renew_lease(state)
             if self.p["follow_slice"] is None and state["status"] == "ready":
                 return self.finish(state, changed=False)
             return self.follow(state, adapter, changed=False)
+
+        if state and state.get("stop_failed") and not self.module.check_mode:
+            # An earlier stop left something behind; stop again, and launch only once it is all gone.
+            report = self.stop_existing(state)
+            if not report["complete"]:
+                self.unhealthy(state, report)
+            state = None
 
         if state and server_alive(state):
             previous = {"pid": state["pid"], "config_hash": state["config_hash"]}
             if self.module.check_mode:
                 self.module.exit_json(changed=True, server=public_view(state), msg="would restart with a new configuration")
-            self.stop_existing(state)
-        elif state:
+            report = self.stop_existing(state)
+            if not report["complete"]:
+                self.unhealthy(state, report)
+        elif state and not self.module.check_mode:
             self.slot.clear()
 
-        if port_in_use(self.p["port"], self.p["host"]):
-            holders = port_listeners(self.p["port"])
-            self.fail(
-                "port %d is already in use by a process fleetopt did not start; it was left alone"
-                % self.p["port"],
-                holders=[{"pid": pid, "cmdline": cmdline(pid)[:300]} for pid in holders],
-            )
-        if not os.access(self.p["python"], os.X_OK):
-            self.fail("engine interpreter %s does not exist or is not executable; is the engine installed?" % self.p["python"])
+        self.check_launchable()
         if self.module.check_mode:
             self.module.exit_json(changed=True, msg="would launch %s" % self.p["engine"],
-                                  server={"status": "stopped", "argv": redact_argv(argv, secrets)})
+                                  server={"status": "stopped", "argv": redact_argv(argv, self.secrets)})
 
-        state = self.launch(adapter, argv, env, secrets, wanted)
+        state = self.launch(argv, env, wanted)
         state["replaced"] = previous
         return self.follow(state, adapter, changed=True)
 
-    def launch(self, adapter, argv, env, secrets, wanted):
+    def check_launchable(self):
+        if port_in_use(self.p["port"], self.p["host"]):
+            holders = port_listeners(self.p["port"])
+            self.fail_launch(
+                "port %d is already in use by a process fleetopt did not start; it was left alone" % self.p["port"],
+                "Stop that process or give the campaign another port (campaign_port).",
+                holders=[{"pid": pid, "cmdline": cmdline(pid)[:300]} for pid in holders],
+            )
+        if not os.access(self.p["python"], os.X_OK):
+            self.fail_launch(
+                "engine interpreter %s does not exist or is not executable; is the engine installed?" % self.p["python"],
+                "Install the engine (the provisioning roles) or point campaign_engine_python at its interpreter.")
+        self.gpu_before = memory_used(self.p["nvidia_smi"])
+        busy = busy_gpus(self.gpu_before, self.p["gpu_busy_threshold_mib"])
+        if busy:
+            self.fail_launch(
+                "GPU %s already hold%s memory (%s) that no fleetopt server of this slot uses; nothing was launched"
+                % (", ".join(i for i, _ in busy), "s" if len(busy) == 1 else "",
+                   ", ".join("%d MiB on GPU %s" % (m, i) for i, m in busy)),
+                "Find the process with nvidia-smi (on the Proxmox host: its PIDs are the host's) and stop it, "
+                "or raise gpu_busy_threshold_mib if this much memory is always in use.",
+                gpu_used_mib=self.gpu_before,
+            )
+
+    def launch(self, argv, env, wanted):
         log_dir = os.path.dirname(self.p["log_path"])
         if log_dir and not os.path.isdir(log_dir):
             os.makedirs(log_dir)
-        full_env = dict(os.environ)
-        full_env.update({k: str(v) for k, v in env.items()})
-        full_env.update({k: str(v) for k, v in self.secret_env.items()})
-        full_env["PYTHONUNBUFFERED"] = "1"
-        with open(self.p["log_path"], "wb") as log:
-            proc = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                env=full_env, cwd=log_dir or None, start_new_session=True, close_fds=True,
-            )
-        self._child = proc
+        for path in (self.slot.status_path, self.slot.lease_path):
+            if os.path.exists(path):
+                os.remove(path)
+        self.renew_lease({"pending": True})
+        server_env = dict((k, str(v)) for k, v in env.items())
+        server_env.update((k, str(v)) for k, v in self.secret_env.items())
+        server_env["PYTHONUNBUFFERED"] = "1"
+        config = {
+            "argv": argv, "env": server_env, "cwd": log_dir or None, "log_path": self.p["log_path"],
+            "status_path": self.slot.status_path, "lease_path": self.slot.lease_path if self.p["lease_s"] > 0 else None,
+            "secrets": self.secrets, "stop_timeout": self.p["stop_timeout"], "ready_pattern": (self.p["engine_spec"].get("ready") or {}).get("pattern"),
+        }
+        supervisor = install_supervisor(self.p["run_dir"])
+        fd = os.open(self.slot.supervisor_log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            proc = subprocess.Popen([sys.executable, supervisor], stdin=subprocess.PIPE, stdout=fd, stderr=fd,
+                                    start_new_session=True, close_fds=True)
+        finally:
+            os.close(fd)
+        proc.stdin.write(json.dumps(config).encode("utf-8"))
+        proc.stdin.close()
+        self._supervisor = proc
+        launched_at = time.time()
+        status = {}
+        while not status.get("server_pid"):
+            status = self.slot.supervisor_status()
+            if proc.poll() is not None or time.time() - launched_at > SUPERVISOR_START_TIMEOUT_S:
+                break
+            time.sleep(0.02)
+        if not status.get("server_pid"):
+            if proc.poll() is None:
+                fleetopt_process.signal_session(proc.pid, signal.SIGKILL)
+            with open(self.slot.supervisor_log, errors="replace") as handle:
+                lines = [line.rstrip() for line in handle if line.strip()]
+            self.fail_launch("the server could not be launched: %s" % (lines[-1] if lines else "no output"),
+                             "Read %s." % self.slot.supervisor_log,
+                             evidence=[{"line": n + 1, "text": t} for n, t in enumerate(lines[-5:])])
         state = {
             "engine": self.p["engine"],
-            "pid": proc.pid,
+            "pid": status["server_pid"],
             "sid": proc.pid,
+            "identity": process_identity(proc.pid),
             "port": self.p["port"],
             "connect_host": "127.0.0.1" if self.p["host"] in ("0.0.0.0", "::") else self.p["host"],
             "config_hash": wanted,
-            "argv_redacted": redact_argv(argv, secrets),
+            "argv_redacted": redact_argv(argv, self.secrets),
             "env_redacted": redact_env(env),
             "log_path": self.p["log_path"],
-            "launched_at": time.time(),
+            "lease_path": config["lease_path"],
+            "gpu_before_mib": self.gpu_before,
+            "launched_at": launched_at,
             "status": "starting",
             "offset": 0,
             "watcher": None,
@@ -444,17 +626,8 @@ class Lifecycle:
         self.slot.save(state)
         return state
 
-    def exit_code(self, state):
-        child = getattr(self, "_child", None)
-        if child is not None and child.pid == state["pid"]:
-            return child.poll()
-        return None
-
     def process_gone(self, state):
-        child = getattr(self, "_child", None)
-        if child is not None and child.pid == state["pid"]:
-            return child.poll() is not None and not session_pids(state["sid"])
-        return not server_alive(state)
+        return not session_pids(state["sid"]) or self.slot.supervisor_status().get("exit_code") is not None
 
     def follow(self, state, adapter, changed):
         spec = self.p["engine_spec"]
@@ -465,6 +638,7 @@ class Lifecycle:
         slice_end = None if self.p["follow_slice"] is None else time.time() + self.p["follow_slice"]
         deadline = state["launched_at"] + self.p["startup_timeout"]
         phase_before = watcher.phase
+        renewed = 0.0
         with open(state["log_path"], "r", errors="replace", newline="") as log:
             log.seek(state["offset"])
             while True:
@@ -483,6 +657,9 @@ class Lifecycle:
                     return self.timed_out(state, watcher, log.tell(), changed)
                 if slice_end is not None and (now >= slice_end or watcher.phase != phase_before):
                     return self.progress(state, watcher, log.tell(), changed)
+                if now - renewed >= 1.0:
+                    self.renew_lease(state)
+                    renewed = now
                 time.sleep(self.p["poll_interval"])
 
     def _record(self, state, watcher, offset, status):
@@ -502,8 +679,9 @@ class Lifecycle:
         now = time.time()
         self._record(state, watcher, offset, "ready")
         state["startup_s"] = round(now - state["launched_at"], 3)
-        if watcher.ready_at is not None:
-            state["ready_noticed_after_s"] = round(now - watcher.ready_at, 3)
+        written = self.slot.supervisor_status().get("ready_written_at")
+        state["ready_written_at"] = written
+        state["ready_noticed_after_s"] = round(now - written, 3) if written else None
         self.slot.save(state)
         return self.finish(state, changed)
 
@@ -521,16 +699,15 @@ class Lifecycle:
                 "evidence": [{"line": n, "text": t} for n, t in watcher.recent[-5:]],
                 "also_seen": [],
             }
-        state["failure"] = scrub(failure, self.secrets)
+        state["failure"] = scrub_failure(failure, self.secrets)
         state["status"] = "blocked" if failure.get("verdict") == "blocked" else "crashed"
-        state["exit_code"] = self.exit_code(state)
         state["startup_s"] = round(time.time() - state["launched_at"], 3)
         stop = self.stop_existing(state)
         self.module.fail_json(
             msg="%s %s during %s: %s (%s)" % (
                 self.p["engine"], state["status"], watcher.phase or "launch",
                 failure["failure_class"], failure["root_cause"]),
-            changed=True, server=public_view(state, extra={"stop": stop}),
+            changed=True, unhealthy=not stop["complete"], server=public_view(state, extra={"stop": stop}),
         )
 
     def timed_out(self, state, watcher, offset, changed):
@@ -540,37 +717,52 @@ class Lifecycle:
         self.module.fail_json(
             msg="%s not ready after %.0f s (last phase: %s); stopped it"
             % (self.p["engine"], self.p["startup_timeout"], watcher.phase),
-            changed=True, server=public_view(state, extra={"stop": stop}),
+            changed=True, unhealthy=not stop["complete"], server=public_view(state, extra={"stop": stop}),
         )
 
     def finish(self, state, changed):
+        self.renew_lease(state)
         self.module.exit_json(changed=changed, server=public_view(state))
 
     # -- stopped -------------------------------------------------------------------
     def report_dead(self, state):
-        """The recorded server died on its own (e.g. mid-benchmark): say why, from its log."""
+        """The recorded server died on its own (e.g. mid-benchmark) or its lease stopped it: say why."""
+        self.absorb_supervisor_status(state)
         failure = None
         watcher = None
         if self.p["engine_spec"] and state.get("log_path") and os.path.exists(state["log_path"]):
             watcher = LogWatcher(self.p["engine_spec"]).feed_file(state["log_path"])
             failure = watcher.classify()
-        if failure is None:
+        evidence = [{"line": n, "text": t} for n, t in (watcher.recent[-5:] if watcher else [])]
+        if state.get("stopped_by") == "lease":
+            failure = {
+                "failure_class": "lease_expired", "verdict": "crashed", "phase": state.get("phase"),
+                "root_cause": "Stopped by its lease at %s: fleetopt did not renew it (the controller was interrupted "
+                              "or lost its connection)." % time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(state["lease_expired_at"])),
+                "remedy": "Run the campaign again with the same campaign id; finished cells are kept.",
+                "evidence": evidence, "also_seen": [],
+            }
+        elif failure is None:
             failure = {
                 "failure_class": "process_exited", "verdict": "crashed", "phase": state.get("phase"),
-                "root_cause": "The server exited after start-up without a recognised error in its log "
-                              "(killed from outside, or by the kernel's OOM killer).",
+                "root_cause": "The server exited (code %s) after start-up without a recognised error in its log "
+                              "(killed from outside, or by the kernel's OOM killer)." % state.get("exit_code"),
                 "remedy": "Check the host's kernel log (dmesg) and the end of %s." % state.get("log_path"),
-                "evidence": [{"line": n, "text": t} for n, t in (watcher.recent[-5:] if watcher else [])],
-                "also_seen": [],
+                "evidence": evidence, "also_seen": [],
             }
         if not self.module.check_mode:
             self.slot.clear()
         state["status"] = "crashed"
-        state["failure"] = scrub(failure, self.secret_values())
+        state["failure"] = scrub_failure(failure, self.secrets)
         self.module.exit_json(changed=not self.module.check_mode, server=public_view(state), died=True)
 
     def ensure_stopped(self):
         state = self.slot.load()
+        if state and not server_alive(state) and state.get("stop_failed"):
+            # What outlived an earlier stop has gone since: nothing is held any more.
+            if not self.module.check_mode:
+                self.slot.clear()
+            self.module.exit_json(changed=True, server=public_view(state, extra={"status": "stopped"}))
         if state and not server_alive(state):
             self.report_dead(state)
         if not state:
@@ -578,10 +770,9 @@ class Lifecycle:
         if self.module.check_mode:
             self.module.exit_json(changed=True, server=public_view(state), msg="would stop pid %d" % state["pid"])
         report = self.stop_existing(state)
+        if not report["complete"]:
+            self.unhealthy(state, report)
         state["status"] = "stopped"
-        if report["remaining"] or not report["port_free"] or report["gpu_released"] is False:
-            self.fail("server pid %d did not release its resources" % state["pid"],
-                      server=public_view(state, extra={"stop": report}))
         self.module.exit_json(changed=True, server=public_view(state, extra={"stop": report}))
 
 
@@ -589,7 +780,7 @@ def main():
     module = AnsibleModule(argument_spec=module_args(), supports_check_mode=True)
     run_dir = module.params["run_dir"]
     if not os.path.isdir(run_dir) and not module.check_mode:
-        os.makedirs(run_dir)
+        os.makedirs(run_dir, 0o700)
     lifecycle = Lifecycle(module)
     if module.params["state"] == "stopped":
         lifecycle.ensure_stopped()
