@@ -17,6 +17,13 @@ description:
   - While a level runs, the server is watched; if it dies, that level fails with the reason,
     later levels are skipped, and the module still succeeds so the campaign goes on.
   - A level that completes no request is a failure with a reason, never a zero.
+  - A run that outlasts O(level_timeout) ends the benchmark: its client is stopped, the runs left
+    are skipped and C(timed_out) is true, so a hung server costs one time-out, not one per run.
+  - The client runs in a session of its own; it is stopped when this module gets SIGINT, SIGTERM
+    or SIGHUP, or when the module's parent (Ansible) goes away.
+  - The companion action plugin runs the module once per run (O(runs)) and prints the level, trial,
+    result and elapsed time after each, so a long benchmark shows progress and no connection sits
+    idle for longer than one run.
 version_added: "0.1.0"
 author: fleetopt contributors
 options:
@@ -96,6 +103,19 @@ options:
     description: Seconds one run may take before it is stopped and marked failed.
     type: float
     default: 600
+  runs:
+    description:
+      - The runs to measure in this call, as C([concurrency, trial]) pairs; omitted, every trial of
+        every level in O(concurrency). The action plugin gives one run per call.
+    type: list
+    elements: list
+  lease_path:
+    description: The server's lease file (C(fleetopt_server) returns it); renewed while the benchmark runs.
+    type: path
+  lease_s:
+    description: Seconds each renewal of the lease grants.
+    type: float
+    default: 0
   extra_args:
     description: Extra client arguments.
     type: list
@@ -134,6 +154,10 @@ server_died:
   description: Whether the server died during the benchmark.
   returned: always
   type: bool
+timed_out:
+  description: Whether a run outlasted O(level_timeout); the runs after it were skipped.
+  returned: always
+  type: bool
 client:
   description: The client command of the first run (secrets redacted).
   returned: always
@@ -142,13 +166,16 @@ client:
 """
 
 import os
+import signal
 import subprocess
+import sys
 import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.fleetopt_engine import BenchmarkFailed, redact_argv
 from ansible.module_utils.fleetopt_engines import get_adapter
-from ansible.module_utils.fleetopt_process import pid_alive, session_pids
+from ansible.module_utils.fleetopt_process import pid_alive, session_pids, signal_session
+from ansible.module_utils.fleetopt_supervisor import write_lease
 
 WATCH_INTERVAL_S = 0.2
 OUTPUT_TAIL_CHARS = 1500
@@ -174,6 +201,9 @@ def module_args():
         name=dict(type="str", required=True),
         server_pid=dict(type="int"),
         level_timeout=dict(type="float", default=600.0),
+        runs=dict(type="list", elements="list"),
+        lease_path=dict(type="path"),
+        lease_s=dict(type="float", default=0.0),
         extra_args=dict(type="list", elements="str", default=[]),
         api_key=dict(type="str", no_log=True),
     )
@@ -193,26 +223,63 @@ def tail(path, chars=OUTPUT_TAIL_CHARS):
         return ""
 
 
-def run_client(argv, env, output_path, server_pid, timeout):
+class ClientGuard:
+    """Stops the running client when this module is interrupted or orphaned.
+
+    The client has a session of its own (so it can be stopped with everything it started),
+    which also means a terminal's Ctrl-C or a dropped SSH connection never reaches it.
+    """
+
+    def __init__(self):
+        self.client = None
+        self.parent = os.getppid()
+        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(signum, self.interrupted)
+
+    def stop_client(self):
+        if self.client is not None and self.client.poll() is None:
+            signal_session(self.client.pid, signal.SIGKILL)
+            self.client.wait()
+
+    def interrupted(self, signum, _frame):
+        self.stop_client()
+        sys.exit(128 + signum)
+
+    def orphaned(self):
+        return os.getppid() != self.parent
+
+
+def renew(p):
+    if p["lease_path"] and p["lease_s"] > 0:
+        write_lease(p["lease_path"], p["lease_s"], "fleetopt_bench")
+
+
+def run_client(guard, p, argv, env, output_path):
     """Run the client while watching the server. Returns (exit_code, server_died, timed_out)."""
     with open(output_path, "wb") as output:
-        client = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=output,
-                                  stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    deadline = time.time() + timeout
+        guard.client = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=output,
+                                        stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    client = guard.client
+    deadline = time.time() + p["level_timeout"]
+    renewed = time.time()
     while client.poll() is None:
-        if not server_running(server_pid):
-            client.kill()
-            client.wait()
+        if guard.orphaned():
+            guard.stop_client()
+            sys.exit(1)
+        if not server_running(p["server_pid"]):
+            guard.stop_client()
             return None, True, False
         if time.time() > deadline:
-            client.kill()
-            client.wait()
+            guard.stop_client()
             return None, False, True
+        if time.time() - renewed >= 5.0:
+            renew(p)
+            renewed = time.time()
         time.sleep(WATCH_INTERVAL_S)
-    return client.returncode, not server_running(server_pid), False
+    return client.returncode, not server_running(p["server_pid"]), False
 
 
-def measure_level(module, adapter, concurrency, trial, env):
+def measure_level(module, guard, adapter, concurrency, trial, env):
     p = module.params
     stem = "%s-c%d-t%d" % (p["name"], concurrency, trial)
     result_path = os.path.join(p["result_dir"], stem + ".json")
@@ -227,7 +294,7 @@ def measure_level(module, adapter, concurrency, trial, env):
         warmups=warmups,
     )
     started = time.time()
-    code, died, timed_out = run_client(argv, env, output_path, p["server_pid"], p["level_timeout"])
+    code, died, timed_out = run_client(guard, p, argv, env, output_path)
     level = {
         "concurrency": concurrency, "trial": trial, "num_prompts": num_prompts, "warmups": warmups,
         "duration_s": round(time.time() - started, 3), "result_file": result_path,
@@ -247,7 +314,13 @@ def measure_level(module, adapter, concurrency, trial, env):
             level["reason"] = str(exc)
         except (IOError, OSError, ValueError, KeyError) as exc:
             level["reason"] = "unreadable benchmark result %s: %s" % (result_path, exc)
-    return level, died, argv
+    return level, died, timed_out, argv
+
+
+def planned_runs(p):
+    if p["runs"]:
+        return [(int(c), int(t)) for c, t in p["runs"]]
+    return [(c, t) for c in p["concurrency"] for t in range(1, p["trials"] + 1)]
 
 
 def main():
@@ -255,26 +328,28 @@ def main():
     p = module.params
     adapter = get_adapter(p["engine"])
     if module.check_mode:
-        module.exit_json(changed=False, levels=[], server_died=False, client=[], msg="would benchmark")
+        module.exit_json(changed=False, levels=[], server_died=False, timed_out=False, client=[], msg="would benchmark")
     if not os.path.isdir(p["result_dir"]):
         os.makedirs(p["result_dir"])
     env = dict(os.environ)
     env.update(adapter.bench_env())
     if p["api_key"]:
         env["OPENAI_API_KEY"] = p["api_key"]
+    guard = ClientGuard()
+    renew(p)
     levels = []
-    died = False
+    died = timed_out = False
     client = []
-    for concurrency in p["concurrency"]:
-        for trial in range(1, p["trials"] + 1):
-            if died:
-                levels.append({"concurrency": concurrency, "trial": trial, "status": "skipped",
-                               "reason": "the server had exited", "metrics": None})
-                continue
-            level, died, argv = measure_level(module, adapter, concurrency, trial, env)
-            client = client or redact_argv(argv, [p["api_key"]] if p["api_key"] else [])
-            levels.append(level)
-    module.exit_json(changed=True, levels=levels, server_died=died, client=client)
+    for concurrency, trial in planned_runs(p):
+        if died or timed_out:
+            levels.append({"concurrency": concurrency, "trial": trial, "status": "skipped", "metrics": None,
+                           "reason": "the server had exited" if died else "an earlier run timed out"})
+            continue
+        level, died, timed_out, argv = measure_level(module, guard, adapter, concurrency, trial, env)
+        client = client or redact_argv(argv, [p["api_key"]] if p["api_key"] else [])
+        levels.append(level)
+    renew(p)
+    module.exit_json(changed=True, levels=levels, server_died=died, timed_out=timed_out, client=client)
 
 
 if __name__ == "__main__":

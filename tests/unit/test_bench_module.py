@@ -1,9 +1,14 @@
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 
-from helpers import FIXTURES
-from module_runner import run_module
+import pytest
+
+from helpers import FIXTURES, ROOT
+from module_runner import BOOTSTRAP, run_module
 
 RESULT = str(FIXTURES / "vllm" / "bench-serve-0.32.0-c4.json")
 
@@ -64,3 +69,71 @@ def test_check_mode_runs_nothing(tmp_path):
                                                 tokenizer="/t", concurrency=[1], result_dir=str(tmp_path / "c"), name="v"),
                          check_mode=True)
     assert checked["levels"] == [] and not (tmp_path / "c").exists()
+
+
+def test_a_run_that_times_out_ends_the_benchmark(scripted_python, tmp_path):
+    python = scripted_python({"lines": [[30, "never"]], "exit_code": 0})
+    started = time.time()
+    result = bench(python, tmp_path, concurrency=[1, 4, 16], trials=2, level_timeout=1)
+    assert time.time() - started < 10, "one time-out, not one per run"
+    assert result["timed_out"] is True
+    assert [lv["status"] for lv in result["levels"]] == ["failed"] + ["skipped"] * 5
+    assert result["levels"][1]["reason"] == "an earlier run timed out"
+
+
+def client_pids(tmp_path):
+    """Live processes of the scripted client (its scenario names this test's result dir)."""
+    found = []
+    for name in os.listdir("/proc"):
+        try:
+            argv = open("/proc/%s/cmdline" % name, "rb").read().decode(errors="replace")
+            state = open("/proc/%s/stat" % name).read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if "scripted_process.py" in argv and str(tmp_path / "bench") in argv and state not in ("Z", "X"):
+            found.append(int(name))
+    return found
+
+
+def start_bench_process(python, tmp_path, parent_shell=False):
+    args = dict(engine="vllm", python=python, base_url="http://127.0.0.1:9", served_model_name="m",
+                tokenizer=str(tmp_path), concurrency=[1], result_dir=str(tmp_path / "bench"), name="v",
+                lease_path=str(tmp_path / "lease"), lease_s=60)
+    payload = json.dumps({"ANSIBLE_MODULE_ARGS": args})
+    argv = [sys.executable, "-c", BOOTSTRAP, str(ROOT / "plugins" / "module_utils"),
+            str(ROOT / "plugins" / "modules" / "fleetopt_bench.py")]
+    if parent_shell:
+        # A parent that goes away without a word, as Ansible does when it is SIGKILLed.
+        argv = [sys.executable, "-c", "import subprocess, sys; subprocess.Popen(sys.argv[1:]).wait()"] + argv
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    proc.stdin.write(payload.encode())
+    proc.stdin.close()
+    deadline = time.time() + 20
+    while not client_pids(tmp_path) and time.time() < deadline:
+        time.sleep(0.1)
+    assert client_pids(tmp_path), "the client never started"
+    return proc
+
+
+def wait_gone(tmp_path, timeout=5.0):
+    deadline = time.time() + timeout
+    while client_pids(tmp_path) and time.time() < deadline:
+        time.sleep(0.1)
+    return not client_pids(tmp_path)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_an_interrupted_benchmark_stops_its_client(scripted_python, tmp_path, signum):
+    proc = start_bench_process(scripted_python({"lines": [[60, "never"]], "exit_code": 0}), tmp_path)
+    assert (tmp_path / "lease").exists(), "the lease is renewed when the benchmark starts"
+    os.killpg(proc.pid, signum)  # as a terminal sends Ctrl-C: to the whole foreground group
+    proc.wait(timeout=10)
+    assert wait_gone(tmp_path), "the client outlived the module that owned it"
+
+
+def test_a_benchmark_whose_parent_died_stops_its_client(scripted_python, tmp_path):
+    shell = start_bench_process(scripted_python({"lines": [[60, "never"]], "exit_code": 0}), tmp_path, parent_shell=True)
+    os.kill(shell.pid, signal.SIGKILL)  # the module's parent only; nothing else is signalled
+    shell.wait()
+    assert wait_gone(tmp_path), "the client outlived the Ansible that started it"
