@@ -12,6 +12,7 @@ from markupsafe import Markup
 
 from fleetopt import plots
 from fleetopt.formatting import fmt, fmt_change, fmt_mean_ci, fmt_pct
+from fleetopt.files import write_atomically
 
 TEMPLATES = pathlib.Path(__file__).resolve().parent / "templates"
 VERDICTS = ("improved", "neutral", "regressed", "mixed", "blocked", "crashed", "timeout", "not_applicable")
@@ -141,7 +142,6 @@ def render_html(summary, cells):
 def write_html_report(campaign_dir, summary, cells):
     """Write results/<campaign>/report.html and return its path."""
     # Imported here: fleetopt.report imports this module to call this function.
-    from fleetopt.report import write_atomically
 
     path = pathlib.Path(campaign_dir) / "report.html"
     write_atomically(path, render_html(summary, cells))

@@ -25,6 +25,7 @@ import re
 import uuid
 
 import yaml
+from fleetopt.files import write_atomically
 
 VERSION = "0.2"
 FOLDER = "llm-d"
@@ -269,7 +270,6 @@ def llmd_reports(summary, cells):
 def write_llmd_reports(campaign_dir, summary, cells):
     """Write results/<campaign>/llm-d/*.yaml (stale ones removed) and return their paths."""
     # Imported here: fleetopt.report imports this module to call this function.
-    from fleetopt.report import write_atomically
 
     folder = pathlib.Path(campaign_dir) / FOLDER
     folder.mkdir(exist_ok=True)

@@ -10,25 +10,17 @@ import json
 import os
 import pathlib
 import sys
-import tempfile
 
 from tabulate import tabulate
 
+from fleetopt.files import write_atomically
 from fleetopt.formatting import fmt, fmt_change, fmt_mean_ci
+from fleetopt.hosts import fill_missing_cells, troubled_hosts
 from fleetopt.html_report import write_html_report
 from fleetopt.llmd_export import write_llmd_reports
 from fleetopt.summary import build_summary, load_cells
 
 CSV_METRICS = ("output_throughput", "total_throughput", "mean_ttft_ms", "p99_ttft_ms", "mean_itl_ms")
-
-
-def write_atomically(path, text):
-    path = pathlib.Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix="." + path.name + ".")
-    with os.fdopen(fd, "w") as handle:
-        handle.write(text)
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, path)
 
 
 def matrix_table(rows):
@@ -176,6 +168,8 @@ def main(args):
         print("fleetopt report: no campaign folder %s" % campaign_dir, file=sys.stderr)
         return 2
     cells = load_cells(campaign_dir)
+    if fill_missing_cells(campaign_dir, cells):
+        cells = load_cells(campaign_dir)
     if not cells:
         print("fleetopt report: %s holds no cells yet" % campaign_dir, file=sys.stderr)
         return 2
@@ -189,4 +183,11 @@ def main(args):
         update_latest_link(args.latest_link, campaign_dir)
     print(verdict_table(summary["variants"]))
     print("\nreport: %s" % (campaign_dir / "report.md"))
+    troubled = troubled_hosts(campaign_dir)
+    for host, status, reason in troubled:
+        print("fleetopt: host %s is %s: %s" % (host, status, reason), file=sys.stderr)
+    if troubled and args.fail_on_host_trouble:
+        print("fleetopt: the report is written; %d host(s) did not finish their share (stop what is left: "
+              "ansible-playbook playbooks/stop_servers.yml)" % len(troubled), file=sys.stderr)
+        return 4
     return 0

@@ -96,14 +96,23 @@ def config_hash(argv, env, secret_names=(), secrets=()):
 
 
 def scrub_failure(failure, secrets):
-    """A failure's evidence quotes log lines, and some engines log their arguments."""
+    """Every text of a failure, with secrets replaced: evidence quotes log lines, a root cause
+    may quote an exception, and some engines log their arguments."""
+    secrets = [s for s in secrets or [] if s]
     if not failure or not secrets:
         return failure
-    for item in failure.get("evidence") or []:
-        for secret in secrets:
-            if secret:
-                item["text"] = item["text"].replace(secret, REDACTED)
-    return failure
+
+    def scrub(value):
+        if isinstance(value, dict):
+            return dict((k, scrub(v)) for k, v in value.items())
+        if isinstance(value, list):
+            return [scrub(v) for v in value]
+        if isinstance(value, str):
+            for secret in secrets:
+                value = value.replace(secret, REDACTED)
+        return value
+
+    return scrub(failure)
 
 
 def version_tuple(text):

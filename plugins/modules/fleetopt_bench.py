@@ -17,7 +17,7 @@ description:
   - While a level runs, the server is watched; if it dies, that level fails with the reason,
     later levels are skipped, and the module still succeeds so the campaign goes on.
   - A level that completes no request is a failure with a reason, never a zero.
-  - A run that outlasts O(level_timeout) ends the benchmark: its client is stopped, the runs left
+  - A run that outlasts O(level_timeout) ends the benchmark; its client is stopped, the runs left
     are skipped and C(timed_out) is true, so a hung server costs one time-out, not one per run.
   - The client runs in a session of its own; it is stopped when this module gets SIGINT, SIGTERM
     or SIGHUP, or when the module's parent (Ansible) goes away.

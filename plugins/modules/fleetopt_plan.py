@@ -132,6 +132,7 @@ import json
 import os
 import platform
 import socket
+import sys
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.fleetopt_engine import merge_flags, version_in_range
@@ -187,6 +188,9 @@ def host_facts(nvidia_smi):
     gpus = gpu["gpus"]
     return {
         "hostname": socket.gethostname(),
+        # The interpreter the modules run with on this host (its own Python, not the controller's).
+        "module_python": sys.executable,
+        "module_python_version": platform.python_version(),
         "platform": "cuda" if gpus else "cpu",
         "machine": platform.machine(),
         "kernel": platform.release(),

@@ -23,8 +23,8 @@ description:
     is not renewed, so a controller that goes away does not leave the GPUs held.
   - Stopping sends SIGTERM to the whole session, waits, sends SIGKILL, then waits until the
     port is free and, where C(nvidia-smi) exists, until every GPU's used memory is back to
-    its level before the launch (PIDs are not compared: in an LXC guest NVML reports host PIDs).
-  - A server whose processes or port outlive the stop is never forgotten: its state file stays,
+    its level before the launch. PIDs are not compared, since in an LXC guest NVML reports host PIDs.
+  - A server whose processes or port outlive the stop is never forgotten; its state file stays,
     and the result says C(unhealthy).
   - A launch that cannot happen (interpreter missing, port held by another process, a GPU
     already holding memory) fails with C(status=error) and failure class C(launch_failed).
