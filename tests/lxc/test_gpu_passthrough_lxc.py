@@ -11,6 +11,9 @@ major and minor, that opening one gives ENXIO (the device rules allow it; no dri
 rather than EPERM, that a node the lines do not name is absent, and, as a control, that a node
 bound in without a rule gives EPERM, so the rules are enforced.
 
+A second test does the same in an unprivileged guest (Proxmox's default idmap, LXC's
+userns.conf) and records what differs there: host modes decide, device rules do not.
+
 The fake nodes live only in a private mount namespace (tests/lxc/private_dev.sh): the host's
 /dev is never written to and they vanish with the namespace, also when the test fails or is
 killed. The guest is stopped in `finally` if it still runs.
@@ -24,6 +27,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 import uuid
@@ -216,17 +220,6 @@ def _stop_guest(name, lxcpath):
         _run(["lxc-stop", "-k", "-n", name, "-P", str(lxcpath)], timeout=60)
 
 
-def _start_guest(work, name, lxcpath, private_dev, nodes_dir, config, probe):
-    """Start a guest with `config` in a mount namespace whose /dev holds the fake nodes, run the
-    probe script on the `probe` paths in it, and return the finished process."""
-    conf = work / ("%s.conf" % name)
-    conf.write_text("\n".join(config) + "\n")
-    return _run(["unshare", "--mount", "--propagation", "private",
-                 str(HERE / "private_dev.sh"), str(private_dev), str(nodes_dir),
-                 "lxc-execute", "-n", name, "-P", str(lxcpath), "-f", str(conf),
-                 "--", "/bin/sh", "-c", GUEST_SCRIPT, "probe", *probe], timeout=120)
-
-
 def _guest_cgroups(name):
     """cgroups LXC made for this guest (lxc.payload.NAME, lxc.monitor.NAME), in any hierarchy."""
     found = _run(["find", "/sys/fs/cgroup", "-maxdepth", "8", "-type", "d", "-name", "*%s*" % name], timeout=60)
@@ -238,7 +231,13 @@ def _host_dev_nvidia():
         str(p) for p in pathlib.Path("/dev").glob(DENIED[0] + "*"))
 
 
-def test_the_roles_lines_pass_two_gpus_into_a_real_lxc_guest(lxc_ready, tmp_path):
+@pytest.fixture(scope="module")
+def host(lxc_ready):
+    """Fake NVIDIA nodes of a 3-GPU host and the lines the role writes for GPUs 0 and 1 on it.
+
+    The work folder is directly under /tmp with mode 0711, so that an unprivileged guest's root
+    (host uid 100000) can reach its root file system. Everything in it is removed at the end.
+    """
     started = time.monotonic()
     majors = pve_lxc.proc_char_majors((HOST_FILES / "proc-devices.txt").read_text())
     assert (majors["nvidia"], majors["nvidia-uvm"], majors["nvidia-caps"]) == (195, 238, 241)
@@ -246,88 +245,181 @@ def test_the_roles_lines_pass_two_gpus_into_a_real_lxc_guest(lxc_ready, tmp_path
     version = pve_lxc.cgroup_version(cgroup_fs)
     rule_key = "lxc.cgroup.devices.allow" if version == 1 else "lxc.cgroup2.devices.allow"
     host_dev_before = _host_dev_nvidia()
-
-    work = tmp_path
-    nodes_dir = work / "nodes"  # the fake host /dev entries; copied into the private /dev
-    made = _make_nodes(nodes_dir, majors)
-    name = "fleetopt-gpu-%s" % uuid.uuid4().hex[:8]
-    names = [name]  # every guest this test starts, for the clean-up
-    lxcpath = work / "lxcpath"
-    lxcpath.mkdir()
-    private_dev = work / "private-dev"
-    private_dev.mkdir()
+    work = pathlib.Path(tempfile.mkdtemp(prefix="fleetopt-lxc-"))
+    work.chmod(0o711)
+    nodes_dir = work / "nodes"  # the fake host /dev entries; copied into each guest's private /dev
     try:
-        # 1. What the role writes, for this machine's cgroup mode.
-        role_started = time.monotonic()
+        made = _make_nodes(nodes_dir, majors)
         lines = _run_role(work, nodes_dir)
-        role_s = time.monotonic() - role_started
         passed = ["/dev/nvidia0", "/dev/nvidia1", "/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools"]
         assert lines == ["%s: c %d:* rwm" % (rule_key, m) for m in (195, 238, 241)] + [
             "lxc.mount.entry: %s %s none bind,optional,create=file" % (p, p[1:]) for p in passed] + [
             "lxc.mount.entry: /dev/nvidia-caps dev/nvidia-caps none bind,optional,create=dir"], lines
-
-        # 2. A guest started with exactly those lines, as LXC gets them from Proxmox.
-        rootfs = work / "rootfs"
-        _rootfs(rootfs)
-        config = _base_config(name, rootfs) + [
-            "# The role's lines, translated as Proxmox does:",
-            *pve_lxc.pve_to_lxc_conf(lines),
-            "# Test control: a node bound in with no device rule for its major.",
-            "lxc.mount.entry = /dev/%s dev/%s none bind,optional,create=file" % (DENIED[0], DENIED[0]),
-        ]
-        probe = ["/dev/" + path for path in sorted(made)] + ["/dev/" + DENIED[0]]
-        guest_started = time.monotonic()
-        guest = _start_guest(work, name, lxcpath, private_dev, nodes_dir, config, probe)
-        guest_s = time.monotonic() - guest_started
-        assert guest.returncode == 0 and "guest-done" in guest.stdout, (
-            "the guest did not run (rc %s):\n%s\n%s" % (guest.returncode, guest.stdout, guest.stderr))
-        nodes, opened = _guest_report(guest.stdout)
-
-        # 3. What the guest sees.
-        host_drivers = set(pve_lxc.proc_char_majors(pathlib.Path("/proc/devices").read_text()).values())
-        expected_in_guest = {p: made[p] for p in made if p != "nvidia2"}
-        for path, (major, minor, _mode) in sorted(expected_in_guest.items()):
-            assert nodes["/dev/" + path] == "character special file|%x|%x" % (major, minor), (path, nodes)
-            for how in ("read", "write"):
-                message = opened[(how, "/dev/" + path)]
-                code = _errno_of(message)
-                if major in host_drivers:  # a real driver owns this major here: allowed means not refused
-                    assert code not in (errno.EPERM,), (how, path, message)
-                else:
-                    assert code == errno.ENXIO, (how, path, message)
-        assert nodes["/dev/nvidia2"] == "absent", nodes  # on the host, not named by the lines
-        denied = "/dev/" + DENIED[0]
-        assert nodes[denied] == "character special file|%x|%x" % DENIED[1:], nodes
-        assert _errno_of(opened[("read", denied)]) == errno.EPERM, opened[("read", denied)]
-        assert _errno_of(opened[("write", denied)]) == errno.EPERM, opened[("write", denied)]
-
-        # 4. The same lines with the rules in the other cgroup form grant nothing on this host:
-        #    LXC accepts them and the deny-all of common.conf stands (or the guest does not start).
-        other_key = "lxc.cgroup2.devices.allow" if version == 1 else "lxc.cgroup.devices.allow"
-        other = [line.replace(rule_key + ":", other_key + ":") for line in lines]
-        assert other != lines
-        name = "fleetopt-gpu-%s" % uuid.uuid4().hex[:8]
-        names.append(name)
-        wrong = _start_guest(work, name, lxcpath, private_dev, nodes_dir,
-                             _base_config(name, rootfs) + pve_lxc.pve_to_lxc_conf(other), ["/dev/nvidia0"])
-        assert "guest-done" in wrong.stdout or version == 2, wrong.stderr  # cgroup v1 takes both forms
-        if "guest-done" in wrong.stdout:
-            nodes, opened = _guest_report(wrong.stdout)
-            assert nodes["/dev/nvidia0"] == "character special file|c3|0", nodes
-            assert _errno_of(opened[("read", "/dev/nvidia0")]) == errno.EPERM, opened
-        print("\nreal LXC (%s form, %s): prepare %.1f s, role %.1f s, guest %.1f s, total %.1f s"
-              % (rule_key, cgroup_fs, lxc_ready["prepare_s"], role_s, guest_s, time.monotonic() - started))
+        yield {"work": work, "nodes_dir": nodes_dir, "made": made, "lines": lines, "version": version,
+               "rule_key": rule_key, "cgroup_fs": cgroup_fs, "role_s": time.monotonic() - started,
+               "prepare_s": lxc_ready["prepare_s"]}
     finally:
-        for each in names:
-            _stop_guest(each, lxcpath)
-            for leftover in _guest_cgroups(each):  # deepest first; LXC removes them itself on a normal exit
+        shutil.rmtree(work, ignore_errors=True)
+    assert not work.exists()
+    assert _host_dev_nvidia() == host_dev_before  # no node ever reached the host's /dev
+
+
+class Guests:
+    """Starts guests in a private /dev holding the fake nodes; stops them and removes their
+    cgroups whatever happens."""
+
+    def __init__(self, host, tag):
+        self.host = host
+        self.lxcpath = host["work"] / ("lxcpath-" + tag)
+        self.lxcpath.mkdir()
+        self.private_dev = host["work"] / ("dev-" + tag)
+        self.private_dev.mkdir()
+        self.names = []
+
+    def start(self, config_of, probe, env=None):
+        name = "fleetopt-gpu-%s" % uuid.uuid4().hex[:8]
+        self.names.append(name)
+        conf = self.host["work"] / ("%s.conf" % name)
+        conf.write_text("\n".join(config_of(name)) + "\n")
+        started = time.monotonic()
+        result = _run(["unshare", "--mount", "--propagation", "private",
+                       str(HERE / "private_dev.sh"), str(self.private_dev), str(self.host["nodes_dir"]),
+                       shutil.which("lxc-execute"), "-n", name, "-P", str(self.lxcpath), "-f", str(conf),
+                       "--", "/bin/sh", "-c", GUEST_SCRIPT, "probe", *probe], timeout=120, env=env)
+        result.seconds = time.monotonic() - started
+        return result
+
+    def clean(self):
+        for name in self.names:
+            _stop_guest(name, self.lxcpath)
+            for leftover in _guest_cgroups(name):  # deepest first; LXC removes them itself on a normal exit
                 subprocess.run(["rmdir", leftover], capture_output=True)
-        shutil.rmtree(nodes_dir, ignore_errors=True)
-        if private_dev.exists() and not os.path.ismount(private_dev):
-            private_dev.rmdir()
-    # Nothing leaked onto the host: no node in /dev, no guest left.
-    assert _host_dev_nvidia() == host_dev_before
-    assert not nodes_dir.exists()
-    for each in names:
-        assert "RUNNING" not in _run(["lxc-info", "-n", each, "-P", str(lxcpath), "-s"], timeout=30).stdout
-        assert _guest_cgroups(each) == []
+
+    def assert_clean(self):
+        for name in self.names:
+            assert "RUNNING" not in _run(["lxc-info", "-n", name, "-P", str(self.lxcpath), "-s"]).stdout
+            assert _guest_cgroups(name) == []
+
+
+@pytest.fixture
+def guests(host, request):
+    made = Guests(host, request.node.name[-40:].replace("[", "-").replace("]", ""))
+    try:
+        yield made
+    finally:
+        made.clean()
+    made.assert_clean()
+
+
+def _probe_paths(host):
+    return ["/dev/" + path for path in sorted(host["made"])] + ["/dev/" + DENIED[0]]
+
+
+def _node_line(major, minor):
+    return "character special file|%x|%x" % (major, minor)
+
+
+def test_the_roles_lines_pass_two_gpus_into_a_real_lxc_guest(host, guests):
+    rootfs = host["work"] / "rootfs-privileged"
+    _rootfs(rootfs)
+    lines, version, rule_key = host["lines"], host["version"], host["rule_key"]
+
+    # A guest started with exactly the role's lines, as LXC gets them from Proxmox.
+    guest = guests.start(lambda name: _base_config(name, rootfs) + [
+        "# The role's lines, translated as Proxmox does:",
+        *pve_lxc.pve_to_lxc_conf(lines),
+        "# Test control: a node bound in with no device rule for its major.",
+        "lxc.mount.entry = /dev/%s dev/%s none bind,optional,create=file" % (DENIED[0], DENIED[0]),
+    ], _probe_paths(host))
+    assert guest.returncode == 0 and "guest-done" in guest.stdout, (
+        "the guest did not run (rc %s):\n%s\n%s" % (guest.returncode, guest.stdout, guest.stderr))
+    nodes, opened = _guest_report(guest.stdout)
+
+    host_drivers = set(pve_lxc.proc_char_majors(pathlib.Path("/proc/devices").read_text()).values())
+    for path, (major, minor, _mode) in sorted(host["made"].items()):
+        if path == "nvidia2":
+            continue
+        assert nodes["/dev/" + path] == _node_line(major, minor), (path, nodes)
+        for how in ("read", "write"):
+            message = opened[(how, "/dev/" + path)]
+            code = _errno_of(message)
+            if major in host_drivers:  # a real driver owns this major here: allowed means not refused
+                assert code != errno.EPERM, (how, path, message)
+            else:
+                assert code == errno.ENXIO, (how, path, message)
+    assert nodes["/dev/nvidia2"] == "absent", nodes  # on the host, not named by the lines
+    denied = "/dev/" + DENIED[0]
+    assert nodes[denied] == _node_line(*DENIED[1:]), nodes
+    assert _errno_of(opened[("read", denied)]) == errno.EPERM, opened[("read", denied)]
+    assert _errno_of(opened[("write", denied)]) == errno.EPERM, opened[("write", denied)]
+
+    # The same lines with the rules in the other cgroup form grant nothing on this host: LXC
+    # accepts them and the deny-all of common.conf stands (or, on cgroup v2, the guest may refuse).
+    other_key = "lxc.cgroup2.devices.allow" if version == 1 else "lxc.cgroup.devices.allow"
+    other = [line.replace(rule_key + ":", other_key + ":") for line in lines]
+    assert other != lines
+    wrong = guests.start(lambda name: _base_config(name, rootfs) + pve_lxc.pve_to_lxc_conf(other),
+                         ["/dev/nvidia0"])
+    assert "guest-done" in wrong.stdout or version == 2, wrong.stderr  # cgroup v1 takes both forms
+    if "guest-done" in wrong.stdout:
+        nodes, opened = _guest_report(wrong.stdout)
+        assert nodes["/dev/nvidia0"] == _node_line(195, 0), nodes
+        assert _errno_of(opened[("read", "/dev/nvidia0")]) == errno.EPERM, opened
+    print("\nreal LXC, privileged (%s form, /sys/fs/cgroup is %s): prepare %.1f s, role %.1f s, guests %.1f + %.1f s"
+          % (rule_key, host["cgroup_fs"], host["prepare_s"], host["role_s"], guest.seconds, wrong.seconds))
+
+
+def _without_newuidmap(work):
+    """An environment whose PATH has no newuidmap/newgidmap: LXC started by root then writes the
+    id maps itself, as on a Proxmox node, instead of asking /etc/subuid (which need not list root)."""
+    if not shutil.which("newuidmap"):
+        return None
+    shim = work / "bin-without-newuidmap"
+    if not shim.exists():
+        shim.mkdir()
+        for folder in ("/usr/local/bin", "/usr/bin", "/bin"):
+            for entry in sorted(pathlib.Path(folder).glob("*")):
+                if entry.name not in ("newuidmap", "newgidmap") and not (shim / entry.name).exists():
+                    (shim / entry.name).symlink_to(entry)
+    return dict(os.environ, PATH="/usr/local/sbin:/usr/sbin:/sbin:%s" % shim)
+
+
+def test_an_unprivileged_guest_gets_the_nodes_and_their_host_modes(host, guests):
+    """Proxmox's default container is unprivileged: uids 0-65535 map to 100000-165535, and its
+    configuration includes LXC's userns.conf, which empties the device rules of common.conf.
+
+    What that means for the role's lines, measured: the nodes are there (owned by nobody), the
+    0666 ones open up to the driver (ENXIO), the MIG capability node of mode 0400 is refused by
+    its mode (EACCES), and the device rules restrict nothing (the control node opens too): in
+    such a guest the user namespace, not the device cgroup, is what keeps other devices out.
+    """
+    rootfs = host["work"] / "rootfs-unprivileged"
+    _rootfs(rootfs)
+    for path in [rootfs, *rootfs.rglob("*")]:
+        os.lchown(path, 100000, 100000)
+    guest = guests.start(lambda name: _base_config(name, rootfs) + [
+        "lxc.include = /usr/share/lxc/config/userns.conf",
+        "lxc.idmap = u 0 100000 65536",
+        "lxc.idmap = g 0 100000 65536",
+        *pve_lxc.pve_to_lxc_conf(host["lines"]),
+        "lxc.mount.entry = /dev/%s dev/%s none bind,optional,create=file" % (DENIED[0], DENIED[0]),
+    ], _probe_paths(host), env=_without_newuidmap(host["work"]))
+    assert guest.returncode == 0 and "guest-done" in guest.stdout, (
+        "the guest did not run (rc %s):\n%s\n%s" % (guest.returncode, guest.stdout, guest.stderr))
+    nodes, opened = _guest_report(guest.stdout)
+
+    host_drivers = set(pve_lxc.proc_char_majors(pathlib.Path("/proc/devices").read_text()).values())
+    for path, (major, minor, mode) in sorted(host["made"].items()):
+        if path == "nvidia2":
+            continue
+        assert nodes["/dev/" + path] == _node_line(major, minor), (path, nodes)
+        for how, bit in (("read", 0o004), ("write", 0o002)):
+            code = _errno_of(opened[(how, "/dev/" + path)])
+            if not mode & bit:  # "other" lacks the permission: the guest's root is not the host's
+                assert code == errno.EACCES, (how, path, oct(mode), opened[(how, "/dev/" + path)])
+            elif major not in host_drivers:
+                assert code == errno.ENXIO, (how, path, opened[(how, "/dev/" + path)])
+    assert nodes["/dev/nvidia2"] == "absent", nodes
+    assert _errno_of(opened[("read", "/dev/nvidia-caps/nvidia-cap1")]) == errno.EACCES
+    assert _errno_of(opened[("read", "/dev/" + DENIED[0])]) == errno.ENXIO  # not EPERM: no rule applies
+    print("\nreal LXC, unprivileged: guest %.1f s" % guest.seconds)
