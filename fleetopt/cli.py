@@ -38,6 +38,9 @@ def build_parser():
     run.add_argument("--gate-reference", help="summary.json (or campaign folder) of a reference campaign")
     run.add_argument("--gate-threshold", type=float, default=5.0,
                      help="regression in percent that fails the gate (default: 5)")
+    run.add_argument("--gate-host-map", action="append", metavar="OLD=NEW",
+                     help="compare the reference's host OLD with this campaign's host NEW (hosts are matched "
+                          "by inventory name; repeat or comma-separate for several)")
     run.add_argument("--quiet", action="store_true", help="do not stream the playbook's output")
     run.set_defaults(handler="fleetopt.run:main")
 

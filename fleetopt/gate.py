@@ -3,6 +3,13 @@
 A row (host, variant, concurrency) fails the gate when its verdict metric regressed by more
 than the threshold against the same row of the reference: significantly so where both
 campaigns have two or more trials, or by the plain difference of means otherwise.
+
+The gate also fails when it could not compare everything the reference holds: every row that
+was `ok` in the reference must be `ok` now and compared. A cell that crashed, timed out or is
+missing, a concurrency level that is missing or failed, a reference host that is not in this
+campaign, or a reference with no `ok` row at all is named, so that a gate which compared
+nothing never passes. Hosts are matched by their inventory name (the `host` of each row);
+`host_map` maps a reference host to its name in this campaign when a machine was renamed.
 """
 import json
 import pathlib
@@ -19,24 +26,145 @@ def load_summary(path):
     return json.loads(path.read_text())
 
 
-def regressions(current, reference, threshold_pct, metric="output_throughput"):
-    """Rows of `current` that regressed beyond `threshold_pct` against `reference`."""
-    wanted = {(r["host"], r["variant"], r["concurrency"]): r for r in reference["cells"] if r["status"] == "ok"}
+def parse_host_map(pairs):
+    """{reference host: current host} from OLD=NEW items (each may hold several, comma-separated)."""
+    mapping = {}
+    for item in pairs or []:
+        for pair in item.split(","):
+            pair = pair.strip()
+            if not pair:
+                continue
+            old, sep, new = pair.partition("=")
+            if not sep or not old.strip() or not new.strip():
+                raise SystemExit("fleetopt run: --gate-host-map wants REFERENCE_HOST=CURRENT_HOST, got %r" % pair)
+            old, new = old.strip(), new.strip()
+            if old in mapping and mapping[old] != new:
+                raise SystemExit("fleetopt run: --gate-host-map maps %s twice (%s, %s)" % (old, mapping[old], new))
+            mapping[old] = new
+    return mapping
+
+
+def _compare(row, ref, threshold_pct, metric):
+    now_samples = (row.get("samples") or {}).get(metric) or [(row.get("metrics") or {}).get(metric)]
+    ref_samples = (ref.get("samples") or {}).get(metric) or [(ref.get("metrics") or {}).get(metric)]
+    return stats.compare(now_samples, ref_samples, stats.HIGHER_IS_BETTER[metric], min_effect_pct=threshold_pct)
+
+
+def evaluate(current, reference, threshold_pct, metric="output_throughput", host_map=None):
+    """Compare every `ok` row of `reference` with the same row of `current`.
+
+    Returns {"regressions": [...], "uncompared": [...], "compared": N, "reference_rows": M,
+    "missing_hosts": [...], "current_hosts": [...]}. An uncompared entry names the reference
+    row(s) it covers (host as in this campaign, variant, concurrency or None for a whole cell),
+    the reason kind (`not_ok`, `missing_cell`, `missing_row`, `not_comparable`) and the status
+    and reason of the current row when there is one.
+    """
+    host_map = host_map or {}
     higher_is_better = stats.HIGHER_IS_BETTER[metric]
-    found = []
+    rows = {}
+    cells = {}
     for row in current["cells"]:
-        ref = wanted.get((row["host"], row["variant"], row["concurrency"]))
-        if ref is None or row["status"] != "ok":
+        rows[(row["host"], row["variant"], row["concurrency"])] = row
+        cells.setdefault((row["host"], row["variant"]), []).append(row)
+    current_hosts = sorted({row["host"] for row in current["cells"]})
+
+    wanted = [r for r in reference["cells"] if r["status"] == "ok"]
+    result = {"regressions": [], "uncompared": [], "compared": 0, "reference_rows": len(wanted),
+              "missing_hosts": [], "current_hosts": current_hosts, "host_map": dict(host_map)}
+    missing_hosts = set()
+    whole_cells = {}  # (host, variant) -> the one entry that covers a cell not measured now
+
+    def cell_entry(host, variant, **fields):
+        entry = whole_cells.get((host, variant))
+        if entry is None:
+            entry = whole_cells[(host, variant)] = dict(fields, host=host, variant=variant, concurrency=None, rows=0)
+            result["uncompared"].append(entry)
+        entry["rows"] += 1
+
+    for ref in wanted:
+        host = host_map.get(ref["host"], ref["host"])
+        row = rows.get((host, ref["variant"], ref["concurrency"]))
+        if row is None:
+            whole = rows.get((host, ref["variant"], None))
+            if host not in current_hosts:
+                missing_hosts.add((ref["host"], host))
+            elif whole is not None and whole["status"] != "ok":
+                cell_entry(host, ref["variant"], kind="not_ok", status=whole["status"], reason=whole.get("reason"))
+            elif (host, ref["variant"]) not in cells:
+                cell_entry(host, ref["variant"], kind="missing_cell")
+            else:
+                result["uncompared"].append({"kind": "missing_row", "host": host, "variant": ref["variant"],
+                                             "concurrency": ref["concurrency"], "rows": 1})
             continue
-        now_samples = (row.get("samples") or {}).get(metric) or [row["metrics"][metric]]
-        ref_samples = (ref.get("samples") or {}).get(metric) or [ref["metrics"][metric]]
-        comparison = stats.compare(now_samples, ref_samples, higher_is_better, min_effect_pct=threshold_pct)
+        if row["status"] != "ok":
+            result["uncompared"].append({"kind": "not_ok", "host": host, "variant": ref["variant"],
+                                         "concurrency": ref["concurrency"], "status": row["status"],
+                                         "reason": row.get("reason"), "rows": 1})
+            continue
+        comparison = _compare(row, ref, threshold_pct, metric)
         if comparison is None:
+            result["uncompared"].append({"kind": "not_comparable", "host": host, "variant": ref["variant"],
+                                         "concurrency": ref["concurrency"], "metric": metric, "rows": 1})
             continue
+        result["compared"] += 1
         worse = -comparison["change_pct"] if higher_is_better else comparison["change_pct"]
         failed = comparison["verdict"] == "regressed" if comparison["tested"] else worse > threshold_pct
         if failed:
-            found.append({"host": row["host"], "variant": row["variant"], "concurrency": row["concurrency"],
-                          "metric": metric, "change_pct": comparison["change_pct"],
-                          "ci_low_pct": comparison["ci_low_pct"], "ci_high_pct": comparison["ci_high_pct"]})
-    return found
+            result["regressions"].append({"host": host, "variant": ref["variant"], "concurrency": ref["concurrency"],
+                                          "metric": metric, "change_pct": comparison["change_pct"],
+                                          "ci_low_pct": comparison["ci_low_pct"],
+                                          "ci_high_pct": comparison["ci_high_pct"]})
+    for ref_host, host in sorted(missing_hosts):
+        count = sum(1 for r in wanted if host_map.get(r["host"], r["host"]) == host)
+        result["missing_hosts"].append({"reference_host": ref_host, "host": host, "rows": count})
+    return result
+
+
+def regressions(current, reference, threshold_pct, metric="output_throughput", host_map=None):
+    """Rows of `current` that regressed beyond `threshold_pct` against `reference`."""
+    return evaluate(current, reference, threshold_pct, metric, host_map)["regressions"]
+
+
+def verdict(result):
+    """"regression" when a compared row regressed, else "incomplete" when anything the reference
+    holds was not compared (or it holds nothing to compare), else "pass"."""
+    if result["regressions"]:
+        return "regression"
+    if result["uncompared"] or result["missing_hosts"] or result["compared"] < result["reference_rows"] \
+            or result["reference_rows"] == 0:
+        return "incomplete"
+    return "pass"
+
+
+def _where(entry):
+    text = "%s on %s" % (entry["variant"], entry["host"])
+    if entry.get("concurrency") is not None:
+        text += " at concurrency %s" % entry["concurrency"]
+    return text
+
+
+def describe(result, threshold_pct, reference_name):
+    """One line per finding, then the count of rows compared."""
+    lines = []
+    for row in result["regressions"]:
+        lines.append("%(variant)s on %(host)s at concurrency %(concurrency)s: %(metric)s %(change_pct)+.1f %%" % row)
+    for entry in result["missing_hosts"]:
+        others = [h for h in result["current_hosts"] if h not in result["host_map"].values()]
+        hint = (" (this campaign has %s; if it is the same machine, give --gate-host-map %s=%s)"
+                % (", ".join(others), entry["reference_host"], others[0]) if others else "")
+        name = entry["reference_host"] if entry["host"] == entry["reference_host"] else \
+            "%s (mapped to %s)" % (entry["reference_host"], entry["host"])
+        lines.append("host %s of the reference is not in this campaign: %d ok row(s) not compared%s"
+                     % (name, entry["rows"], hint))
+    for entry in result["uncompared"]:
+        if entry["kind"] == "not_ok":
+            reason = " (%s)" % entry["reason"] if entry.get("reason") else ""
+            lines.append("%s was ok in the reference and is %s now%s" % (_where(entry), entry["status"], reason))
+        elif entry["kind"] in ("missing_cell", "missing_row"):
+            lines.append("%s is not in this campaign (it was ok in the reference)" % _where(entry))
+        else:
+            lines.append("%s: no %s to compare" % (_where(entry), entry["metric"]))
+    if result["reference_rows"] == 0:
+        lines.append("the reference %s holds no ok row: nothing to compare" % reference_name)
+    lines.append("compared %d of %d reference rows" % (result["compared"], result["reference_rows"]))
+    return lines

@@ -9,6 +9,11 @@ Exit codes:
   1  campaign error: the playbook failed, a host was unreachable, or no cell was written
   2  bad usage (argparse)
   3  regression gate: a cell regressed beyond the threshold against the reference campaign
+  4  gate incomplete: the gate could not compare every row that was `ok` in the reference (a cell
+     that was ok is not ok now or is missing, a concurrency level is missing or failed, a
+     reference host is not in this campaign, or the reference holds no ok row); each one is
+     printed. Hosts are matched by inventory name; --gate-host-map OLD=NEW matches a renamed one.
+     When a compared row also regressed, the exit code is 3 and both kinds are printed.
   130, 143  interrupted by SIGINT or SIGTERM; servers were stopped and finished cells kept
 """
 import datetime
@@ -25,7 +30,7 @@ import ansible_runner
 from fleetopt import gate
 from fleetopt.paths import ROOT
 
-EXIT_OK, EXIT_CAMPAIGN_ERROR, EXIT_REGRESSION = 0, 1, 3
+EXIT_OK, EXIT_CAMPAIGN_ERROR, EXIT_REGRESSION, EXIT_GATE_INCOMPLETE = 0, 1, 3, 4
 # Secrets read from fleetopt's environment. ansible-runner records the environment it passes
 # to ansible-playbook in its artifacts, so these leave the environment and travel as extra
 # variables in a private directory that is deleted after the run.
@@ -135,16 +140,23 @@ def check_gate(args, campaign_dir):
     if not summary_path.exists():
         print("fleetopt run: no summary.json to gate", file=sys.stderr)
         return EXIT_CAMPAIGN_ERROR
-    found = gate.regressions(json.loads(summary_path.read_text()), gate.load_summary(args.gate_reference),
-                             args.gate_threshold)
-    for row in found:
-        print("fleetopt gate: %(variant)s on %(host)s at concurrency %(concurrency)s: %(metric)s "
-              "%(change_pct)+.1f %%" % row, file=sys.stderr)
-    if found:
-        print("fleetopt gate: %d regression(s) beyond %.1f %% against %s"
-              % (len(found), args.gate_threshold, args.gate_reference), file=sys.stderr)
+    host_map = gate.parse_host_map(getattr(args, "gate_host_map", None))
+    result = gate.evaluate(json.loads(summary_path.read_text()), gate.load_summary(args.gate_reference),
+                           args.gate_threshold, host_map=host_map)
+    outcome = gate.verdict(result)
+    lines = gate.describe(result, args.gate_threshold, args.gate_reference)
+    for line in lines[:-1]:
+        print("fleetopt gate: %s" % line, file=sys.stderr)
+    if outcome == "regression":
+        print("fleetopt gate: %d regression(s) beyond %.1f %% against %s; %s"
+              % (len(result["regressions"]), args.gate_threshold, args.gate_reference, lines[-1]), file=sys.stderr)
         return EXIT_REGRESSION
-    print("fleetopt gate: no regression beyond %.1f %% against %s" % (args.gate_threshold, args.gate_reference))
+    if outcome == "incomplete":
+        print("fleetopt gate: incomplete: %s against %s; the gate needs every row that was ok there"
+              % (lines[-1], args.gate_reference), file=sys.stderr)
+        return EXIT_GATE_INCOMPLETE
+    print("fleetopt gate: no regression beyond %.1f %% against %s; %s"
+          % (args.gate_threshold, args.gate_reference, lines[-1]))
     return EXIT_OK
 
 
@@ -154,6 +166,7 @@ def main(args):
         raise SystemExit("fleetopt run: give --tier N or --only id1,id2")
     if args.gate_reference:
         gate.load_summary(args.gate_reference)  # a missing reference is an error before anything runs
+        gate.parse_host_map(args.gate_host_map)  # so is a malformed host map
     extravars = campaign_vars(args)
     extravars.update(take_secrets_from_environment())
     interrupt = Interrupt()

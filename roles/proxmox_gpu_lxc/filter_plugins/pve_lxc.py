@@ -41,6 +41,74 @@ def proc_char_majors(text):
     return majors
 
 
+def cgroup_version(fstype, override="auto"):
+    """1 or 2: the cgroup interface whose device rules LXC enforces on the host.
+
+    `fstype` is what `stat -f -c %T /sys/fs/cgroup` prints on the host: `cgroup2fs` on a unified
+    (cgroup v2) host, as on Proxmox VE 7 and later; `tmpfs` on a legacy or hybrid host, where the
+    devices controller is a cgroup v1 hierarchy (Proxmox VE 6, or a node booted with
+    systemd.unified_cgroup_hierarchy=0). `override` ("auto", 1 or 2) wins when it is not "auto".
+    """
+    if str(override) != "auto":
+        if str(override) not in ("1", "2"):
+            raise AnsibleFilterError("cgroup version must be auto, 1 or 2, got %r" % (override,))
+        return int(override)
+    kind = (fstype or "").strip()
+    if kind == "cgroup2fs":
+        return 2
+    if kind == "tmpfs":
+        return 1
+    raise AnsibleFilterError(
+        "cannot tell the host's cgroup mode: /sys/fs/cgroup is %r (expected cgroup2fs for cgroup v2 or "
+        "tmpfs for cgroup v1/hybrid); set proxmox_gpu_lxc_cgroup_version to 1 or 2" % (kind,))
+
+
+def nvidia_device_majors(char_majors, pass_caps=True):
+    """Majors (as strings) whose nodes a GPU guest needs: the GPUs and nvidiactl (195, named
+    `nvidia` or `nvidia-frontend` in /proc/devices), `nvidia-uvm` (dynamic) and, with `pass_caps`,
+    `nvidia-caps` (dynamic) when the host has it."""
+    if "nvidia-uvm" not in char_majors:
+        raise AnsibleFilterError("nvidia_device_majors: /proc/devices has no nvidia-uvm major")
+    majors = [char_majors.get("nvidia", char_majors.get("nvidia-frontend", 195)), char_majors["nvidia-uvm"]]
+    if pass_caps and "nvidia-caps" in char_majors:
+        majors.append(char_majors["nvidia-caps"])
+    return [str(m) for m in majors]
+
+
+def pve_lxc_gpu_lines(nodes, majors, cgroup_version, caps_dir=False):
+    """The raw `lxc.*` lines of /etc/pve/lxc/<vmid>.conf that pass GPUs through.
+
+    One device rule per major, in the form LXC enforces on the host (`lxc.cgroup.devices.allow`
+    for cgroup v1, `lxc.cgroup2.devices.allow` for cgroup v2), then one bind mount per device node
+    (absolute host paths such as /dev/nvidia0), then the /dev/nvidia-caps directory when
+    `caps_dir` is true. Lines are `key: value`, as Proxmox keeps them.
+    """
+    version = int(cgroup_version)
+    if version not in (1, 2):
+        raise AnsibleFilterError("pve_lxc_gpu_lines: cgroup_version must be 1 or 2, got %r" % (cgroup_version,))
+    key = "lxc.cgroup.devices.allow" if version == 1 else "lxc.cgroup2.devices.allow"
+    lines = ["%s: c %s:* rwm" % (key, major) for major in majors]
+    for node in nodes:
+        if not node.startswith("/"):
+            raise AnsibleFilterError("pve_lxc_gpu_lines: %r is not an absolute path" % (node,))
+        lines.append("lxc.mount.entry: %s %s none bind,optional,create=file" % (node, node[1:]))
+    if caps_dir:
+        lines.append("lxc.mount.entry: /dev/nvidia-caps dev/nvidia-caps none bind,optional,create=dir")
+    return lines
+
+
+def pve_to_lxc_conf(lines):
+    """Proxmox's `key: value` lines as LXC reads them (`key = value`), as Proxmox hands them over
+    when it starts the container."""
+    out = []
+    for line in lines:
+        key, sep, value = line.partition(":")
+        if not sep or not key.strip().startswith("lxc."):
+            raise AnsibleFilterError("pve_to_lxc_conf: %r is not a raw lxc.* key" % (line,))
+        out.append("%s = %s" % (key.strip(), value.strip()))
+    return out
+
+
 def _split_sections(content):
     lines = (content or "").splitlines()
     for index, line in enumerate(lines):
@@ -91,4 +159,8 @@ class FilterModule:
             "proc_char_majors": proc_char_majors,
             "pve_lxc_conf_merge": pve_lxc_conf_merge,
             "pve_lxc_conf_keys": pve_lxc_conf_keys,
+            "cgroup_version": cgroup_version,
+            "nvidia_device_majors": nvidia_device_majors,
+            "pve_lxc_gpu_lines": pve_lxc_gpu_lines,
+            "pve_to_lxc_conf": pve_to_lxc_conf,
         }
