@@ -21,10 +21,11 @@ LATENCIES = {}
 
 
 def first_fatal_line(fixture, spec):
-    """Physical line number of the first line a fatal signature matches."""
+    """Physical line number of the first line that made the log fatal (a banner, a traceback
+    that ended a process, or a fatal signature in error context)."""
     with open(FIXTURES / fixture, encoding="utf-8", newline="") as handle:
         watcher = feed_whole(LogWatcher(spec), handle.read())
-    return min(line for sig, line, _, _ in watcher.matches if sig.fatal)
+    return watcher.first_fatal_line
 
 
 def detection_latency(server, fixture):
