@@ -3,7 +3,10 @@
 Prints one JSON object: how far the start-up got (`status`: ready, crashed or starting;
 `phase`; each phase's line, its time from the log's own timestamps, and the values it
 logged), and for a crash the root cause (`failure_class`, `verdict`, `root_cause`,
-`remedy`, the evidence's line numbers, and the symptoms also seen). Engine-agnostic: the
+`remedy`, the evidence's line numbers, the symptoms also seen, how sure it is:
+`confidence` `pattern`, `frames` or `structure`, and the deciding `traceback`: rank,
+exception lines, deepest frames). A crash no signature explains is `unknown_crash`
+with its last exception line. Engine-agnostic: the
 knowledge is library/engines/<engine>.yml, read by the same LogWatcher the lifecycle
 module uses. Exit code 0 for any analysis, 2 when the file cannot be read.
 """
@@ -102,9 +105,11 @@ def analyse(path, spec):
         "verdict": None,
         "root_cause": None,
         "remedy": None,
+        "confidence": None,
         "evidence_lines": [],
         "evidence": [],
         "also_seen": [],
+        "traceback": None,
     }
     if failure:
         result.update({
@@ -113,8 +118,10 @@ def analyse(path, spec):
             "root_cause": failure["root_cause"],
             "remedy": failure["remedy"],
             "evidence_lines": [item["line"] for item in failure["evidence"]],
+            "confidence": failure.get("confidence"),
             "evidence": failure["evidence"],
             "also_seen": failure["also_seen"],
+            "traceback": failure.get("traceback"),
         })
     elif status == "crashed":
         result["root_cause"] = "A fatal line matched, but no signature's requirements were met."

@@ -504,8 +504,13 @@ class LogWatcher:
             if frames_class is not None:
                 return frames_class
             exceptions = [e for b in primary for e in b.exceptions]
-            if exceptions or best is None or best[0][0]:
-                return self._unknown_crash(primary, exceptions[-1] if exceptions else None)
+            # A traceback whose exception is itself a symptom (`Initialization failed. Please
+            # see the error messages above.`) explains nothing: the symptom stands.
+            said = exceptions[-1] if exceptions else None
+            symptom_said = said is not None and any(
+                p.search(said) for sig in self.signatures if sig.symptom for p in sig.patterns)
+            if (exceptions and not symptom_said) or best is None or best[0][0]:
+                return self._unknown_crash(primary, said)
         if best is None:
             return None
         _, sig, line, text, phase, block = best
@@ -517,6 +522,8 @@ class LogWatcher:
         symptoms = sorted({s.failure_class for s, _, _, _ in self.matches if s.failure_class != sig.failure_class})
         if block is not None and (sig.frames or sig.deepest_frame or text in block.exceptions[-1:]):
             confidence = "frames"
+        elif block is None and sig.at_exit and not sig.banner:
+            confidence = "structure"  # only the shape of the log (it ended on this) decided
         else:
             confidence = "pattern"
         result = {
