@@ -55,10 +55,47 @@ def line_timestamps(text, stamp_spec):
 
 def time_at(stamps, line):
     """The timestamp of `line`, or of the closest stamped line before it."""
+    if isinstance(stamps, LazyStamps):
+        return stamps.time_at(line)
     for number in range(line, 0, -1):
         if number in stamps:
             return stamps[number]
     return None
+
+
+class LazyStamps:
+    """Timestamps read only for the lines a report needs (a phase's first line, the end),
+    walking back to the closest stamped line: parsing every line's time costs more than
+    the whole analysis on a long log."""
+
+    def __init__(self, text, stamp_spec):
+        self.lines = text.split("\n")
+        self.pattern = re.compile(stamp_spec["pattern"]) if stamp_spec else None
+        self.format = stamp_spec["format"] if stamp_spec else None
+        self.cache = {}
+
+    def stamp_of(self, number):
+        if number not in self.cache:
+            self.cache[number] = None
+            for segment in clean_segments(self.lines[number - 1]):
+                match = self.pattern.search(segment)
+                if match:
+                    try:
+                        moment = datetime.datetime.strptime(match.group("ts"), self.format)
+                    except ValueError:
+                        continue
+                    self.cache[number] = moment.timestamp()
+                    break
+        return self.cache[number]
+
+    def time_at(self, line):
+        if self.pattern is None:
+            return None
+        for number in range(min(line, len(self.lines)), 0, -1):
+            stamp = self.stamp_of(number)
+            if stamp is not None:
+                return stamp
+        return None
 
 
 def phase_report(watcher, stamps):
@@ -91,7 +128,7 @@ def status_of(watcher):
 def analyse(path, spec):
     text = read_log(path)
     watcher = feed_whole(LogWatcher(spec), text)
-    stamps = line_timestamps(text, spec.get("log_timestamp"))
+    stamps = LazyStamps(text, spec.get("log_timestamp"))
     status = status_of(watcher)
     failure = watcher.classify() if status == "crashed" else None
     result = {

@@ -106,6 +106,19 @@ def _compile_all(patterns):
     return [re.compile(p) for p in patterns or []]
 
 
+def _any_of(patterns):
+    """One expression that matches where any of `patterns` does: a cheap first test, so that
+    most lines (tqdm redraws, batch statistics) cost one search instead of dozens. None when
+    the patterns cannot be joined (a global inline flag), which means: no first test."""
+    if not patterns:
+        return re.compile(r"(?!)")
+    joined = "|".join("(?:%s)" % re.sub(r"\(\?P<\w+>", "(?:", p) for p in patterns)
+    try:
+        return re.compile(joined)
+    except re.error:
+        return None
+
+
 class _CompiledSignature:
     def __init__(self, spec):
         self.spec = spec
@@ -179,12 +192,15 @@ class LogWatcher:
             (p["name"], re.compile(p["pattern"]), p.get("event", "start"))
             for p in spec.get("phases", [])
         ]
+        self.any_phase = _any_of([p["pattern"] for p in spec.get("phases", [])])
         ready = spec.get("ready") or {}
         self.ready_pattern = re.compile(ready["pattern"]) if ready.get("pattern") else None
         self.signatures = [_CompiledSignature(s) for s in spec.get("failures", [])]
         self.anywhere = [s for s in self.signatures if s.banner or s.at_exit]
+        self.any_anywhere = _any_of([p.pattern for s in self.anywhere for p in s.patterns])
+        self.any_signature = _any_of([p.pattern for s in self.signatures for p in s.patterns])
         structure = spec.get("structure") or {}
-        self.process_ending = _compile_all(structure.get("process_ending"))
+        self.process_ending = _any_of(structure.get("process_ending") or [])
         self.main_frames = _compile_all(structure.get("main_frames"))
         self.secondary = _compile_all(structure.get("secondary"))
         self.line_no = 0
@@ -237,7 +253,7 @@ class LogWatcher:
 
     # -- structure -----------------------------------------------------------
     def _is_process_ending(self, text):
-        return any(p.search(text) for p in self.process_ending)
+        return bool(self.process_ending.search(text))
 
     def _start_block(self, rank, banner, chained):
         chain = self.block.chain if (chained and self.block is not None) else len(self.blocks)
@@ -383,7 +399,10 @@ class LogWatcher:
             del self.recent[: len(self.recent) - EVIDENCE_CONTEXT_LINES]
         context = self._structure(text)
         block = self.block if context in ("traceback", "code") else None
-        for name, pattern, event in self.phase_specs:
+        # Start-up phases end at readiness: after it, no line is a phase line.
+        phase_specs = () if (self.ready_line is not None or (
+            self.any_phase is not None and not self.any_phase.search(text))) else self.phase_specs
+        for name, pattern, event in phase_specs:
             match = pattern.search(text)
             if not match:
                 continue
@@ -405,10 +424,12 @@ class LogWatcher:
             self.last_progress_line = self.line_no
             changed = True
         if context in ("traceback", "error"):
-            candidates = self.signatures
+            candidates, first_test = self.signatures, self.any_signature
         elif context == "plain":
-            candidates = self.anywhere
+            candidates, first_test = self.anywhere, self.any_anywhere
         else:
+            candidates, first_test = (), None
+        if candidates and first_test is not None and not first_test.search(text):
             candidates = ()
         shown = text[:MAX_EVIDENCE_TEXT]
         banner_hit = False
