@@ -97,6 +97,9 @@ def test_crash_of_a_launcher_that_does_not_exit_is_caught_from_the_log(replayed)
 @pytest.mark.parametrize("fixture,expected_phases", [
     ("healthy_0.5.9_tp8.log",
      ["launch", "distributed_init", "weights", "kv_cache", "cuda_graph", "scheduler", "http", "warmup"]),
+    # warnings of every kind a broad signature matches: the live module keeps the server up (issue 9)
+    ("warnings/healthy_0.5.9_tp8_warnings.log",
+     ["launch", "distributed_init", "weights", "kv_cache", "cuda_graph", "scheduler", "http", "warmup"]),
     ("healthy_0.5.10_1gpu_piecewise.log",
      ["launch", "distributed_init", "weights", "kv_cache", "cuda_graph", "piecewise_cuda_graph",
       "piecewise_compile", "piecewise_capture", "scheduler", "http", "warmup"]),
