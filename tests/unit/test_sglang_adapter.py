@@ -302,3 +302,18 @@ def test_tier2_piecewise_entry_names_patches_the_stack_role_knows():
     known = {patch["id"] for patch in patches["patches"]}
     entry = next(e for e in CATALOG["optimizations"] if e["id"] == "piecewise_cuda_graph_fp4_patched")
     assert set(entry["requires"]["patch"]) <= known
+
+
+def test_patch_set_claims_only_what_the_released_sources_support():
+    """FlashInfer 0.6.12 alone does not fix SGLang <= 0.5.11 (it calls the plain function), and
+    the FP4 patches cannot apply from FlashInfer 0.6.7 (the code moved to flashinfer/quantization/)."""
+    patches = yaml.safe_load((ROOT / "library" / "patches" / "sglang_stack.yml").read_text())
+    for patch in patches["patches"]:
+        for fix in patch.get("unnecessary_since") or []:
+            assert fix["package"] != "flashinfer-python", patch["id"]
+        if "flashinfer/fp4_quantization.py" in patch["files"]:
+            assert version_in_range("0.6.6", patch["releases"])
+            assert not version_in_range("0.6.7", patch["releases"]), patch["id"]
+            assert not version_in_range("0.6.11.post1", patch["releases"]), patch["id"]
+    entry = next(e for e in CATALOG["optimizations"] if e["id"] == "piecewise_cuda_graph_fp4_patched")
+    assert "flashinfer-fp4-quantize-custom-op" in entry["requires"]["patch"]
