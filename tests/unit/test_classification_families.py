@@ -203,3 +203,18 @@ def test_every_signature_family_cites_real_threads():
     urls = set(cited)
     assert all(re.match(r"https://github\.com/[\w.-]+/[\w.-]+/(?:issues|pull)/\d+$", u) for u in urls)
     assert len(urls) >= 30
+
+
+def test_a_watcher_restored_in_the_middle_of_a_traceback_finishes_reading_it():
+    """The live module snapshots the watcher between calls; a traceback may span two calls."""
+    import json
+    text = (FAMILIES / "no_arch_build_tp8.log").read_text(encoding="utf-8")
+    cut = text.index("RuntimeError: Error in function 'TllmGenFmhaRunner'")
+    first = LogWatcher(SPEC)
+    first.feed(text[:cut], now=1.0)
+    state = json.loads(json.dumps(first.snapshot()))
+    again = LogWatcher(SPEC).restore(state)
+    again.feed(text[cut:], now=2.0, final=True)
+    whole = feed_whole(LogWatcher(SPEC), text)
+    assert again.classify()["failure_class"] == whole.classify()["failure_class"] == "unsupported_arch"
+    assert again.classify()["confidence"] == "frames"

@@ -54,3 +54,27 @@ def test_warnings_leave_a_healthy_start_up_healthy_in_classify_log(name):
     result = classify.analyse(str(WARNINGS / name), engine_spec("sglang"))
     assert result["status"] == "ready"
     assert result["failure_class"] is None and result["evidence_lines"] == []
+
+
+VLLM_WARNINGS = [
+    "(APIServer pid=3) WARNING 11-30 10:00:01 [utils.py:120] Port 8000 probe: [Errno 98] Address already in use; "
+    "retrying",
+    "(EngineCore_DP0 pid=41) WARNING 11-30 10:00:02 [cpu_worker.py:88] insufficient memory for the requested "
+    "KV cache space; using 4 GiB",
+    "[W1130 10:00:02.123456789 socket.cpp:767] [c10d] The server socket has failed to bind to [::]:29500 "
+    "(errno: 98 - Address already in use).",
+    "/venv/lib/python3.12/site-packages/torch/cuda/__init__.py:63: UserWarning: CUDA out of memory on probe",
+]
+
+
+def test_vllm_warnings_leave_a_healthy_start_up_healthy():
+    spec = yaml.safe_load((ROOT / "library" / "engines" / "vllm.yml").read_text())
+    text = (ROOT / "tests" / "fixtures" / "vllm" / "startup-compiled-0.32.0.log").read_text(encoding="utf-8")
+    lines = text.split("\n")
+    text = "\n".join(lines[:3] + VLLM_WARNINGS + lines[3:])
+    watcher = feed_whole(LogWatcher(spec), text)
+    assert watcher.ready and not watcher.failed
+    # the same texts as errors do decide
+    error = "(APIServer pid=3) ERROR 11-30 10:00:05 [api_server.py:1] [Errno 98] Address already in use"
+    watcher = feed_whole(LogWatcher(spec), "\n".join(lines[:3] + [error]))
+    assert watcher.failed and watcher.classify()["failure_class"] == "port_in_use"
