@@ -90,6 +90,13 @@ WARNING_LEVEL = re.compile(
     r"^(?:\([^)]*\) )*(?:WARNING|WARN)\b|^(?:\[rank\d+\]:)?\[?W\d{4} \d\d:\d\d:\d\d|^Warning:|"
     r"^\S+:\d+: \w*Warning: |\bNCCL WARN\b| - WARNING - ")
 NOT_FATAL_BEFORE = re.compile(r"^Exception ignored in\b")
+# What a wrapper puts before the engine's own line: process tags of Ray and vLLM
+# (`(WorkerDict pid=616, ip=...) `, `(EngineCore_DP0 pid=68) `), Python logging's
+# `2025-03-08 02:04:48,693 - name - LEVEL - `, vLLM's `ERROR 02-06 16:34:06 [core.py:936] `.
+# The line is read without it (so tracebacks keep their structure); its level still counts.
+WRAPPER = re.compile(
+    r"^(?:\([^()]*\) )*(?:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[,.]\d+ - [\w.]+ - (?P<level>[A-Z]+) - |"
+    r"(?P<vllm_level>INFO|WARNING|ERROR|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[[^\]]*\] ?)?")
 
 
 def clean_segments(raw_line):
@@ -273,8 +280,26 @@ class LogWatcher:
         self.block = block
         return block
 
-    def _structure(self, text):
-        """Track tracebacks; returns the line's context: traceback, error, warning or plain."""
+    def _unwrap(self, text):
+        """(the engine's own line, the wrapper's level or None)."""
+        wrapper = WRAPPER.match(text)
+        if not wrapper or not wrapper.end():
+            return text, None
+        return text[wrapper.end():].strip(), wrapper.group("level") or wrapper.group("vllm_level")
+
+    def _structure(self, text, level=None):
+        """Track tracebacks; returns the line's context: traceback, code, error, warning or plain."""
+        if level in ("WARNING", "WARN"):
+            return "warning"
+        context = self._structure_of(text)
+        if level in ("ERROR", "CRITICAL"):
+            if context in ("traceback", "code") and self.block is not None and not self.block.fatal:
+                self._make_fatal(self.block.chain)  # a traceback logged at ERROR level
+            if context == "plain":
+                return "error"
+        return context
+
+    def _structure_of(self, text):
         prefix = LOG_PREFIX.match(text)
         message = text[prefix.end():] if prefix else text
         rank = prefix.group("ranks").strip() if prefix else None
@@ -397,7 +422,9 @@ class LogWatcher:
         self.recent.append((self.line_no, text))
         if len(self.recent) > EVIDENCE_CONTEXT_LINES:
             del self.recent[: len(self.recent) - EVIDENCE_CONTEXT_LINES]
-        context = self._structure(text)
+        shown = text[:MAX_EVIDENCE_TEXT]
+        text, level = self._unwrap(text)
+        context = self._structure(text, level)
         block = self.block if context in ("traceback", "code") else None
         # Start-up phases end at readiness: after it, no line is a phase line.
         phase_specs = () if (self.ready_line is not None or (
@@ -431,7 +458,6 @@ class LogWatcher:
             candidates, first_test = (), None
         if candidates and first_test is not None and not first_test.search(text):
             candidates = ()
-        shown = text[:MAX_EVIDENCE_TEXT]
         banner_hit = False
         for sig in candidates:
             if not any(p.search(text) for p in sig.patterns):
@@ -541,7 +567,8 @@ class LogWatcher:
             if s is sig
         ][:5]
         symptoms = sorted({s.failure_class for s, _, _, _ in self.matches if s.failure_class != sig.failure_class})
-        if block is not None and (sig.frames or sig.deepest_frame or text in block.exceptions[-1:]):
+        if block is not None and (sig.frames or sig.deepest_frame or any(
+                text.endswith(e) for e in block.exceptions[-1:])):
             confidence = "frames"
         elif block is None and sig.at_exit and not sig.banner:
             confidence = "structure"  # only the shape of the log (it ended on this) decided

@@ -46,6 +46,8 @@ FAMILY_CASES = {
     "prefill_graph_oom_0.5.14.log": ("crashed", "cuda_oom", "pattern", None),
     # SIGKILL (exit code -9) wins over the CLI's own traceback that only says "see above"
     "killed_then_cli_traceback_0.5.6.log": ("crashed", "killed", "pattern", None),
+    # the same TP8 crash relayed by a launcher's Python logger and by Ray (prefixes on every line)
+    "wrapped_by_a_launcher_logger_tp8.log": ("crashed", "unsupported_arch", "frames", "TP4"),
 }
 
 
