@@ -84,11 +84,23 @@ CHAIN = re.compile(r"^(?:The above exception was the direct cause of the followi
 EXCEPTION_LINE = re.compile(
     r"^(?P<exc>(?:[A-Za-z_]\w*\.)*(?:(?:[A-Z]\w*)?(?:Error|Exception|Exit|Interrupt|Failed|Failure|Timeout)|"
     r"Unsupported|[A-Z]\w*Error\w*))(?::(?: (?P<msg>.*))?)?$")
+# Levels, anchored at the start of the line (matched, not searched: lines can be long),
+# plus the few markers that sit inside a line, tested as plain substrings.
 ERROR_LEVEL = re.compile(
-    r"^(?:\([^)]*\) )*(?:ERROR|CRITICAL|FATAL)\b|^(?:\[rank\d+\]:)?\[?[EF]\d{4} \d\d:\d\d:\d\d| - (?:ERROR|CRITICAL) - ")
+    r"(?:\([^)]*\) )*(?:ERROR|CRITICAL|FATAL)\b|(?:\[rank\d+\]:)?\[?[EF]\d{4} \d\d:\d\d:\d\d")
+ERROR_MARKERS = (" - ERROR - ", " - CRITICAL - ")
 WARNING_LEVEL = re.compile(
-    r"^(?:\([^)]*\) )*(?:WARNING|WARN)\b|^(?:\[rank\d+\]:)?\[?W\d{4} \d\d:\d\d:\d\d|^Warning:|"
-    r"^\S+:\d+: \w*Warning: |\bNCCL WARN\b| - WARNING - ")
+    r"(?:\([^)]*\) )*(?:WARNING|WARN)\b|(?:\[rank\d+\]:)?\[?W\d{4} \d\d:\d\d:\d\d|Warning:|"
+    r"[^\s:]+:\d+: \w*Warning: ")
+WARNING_MARKERS = ("NCCL WARN ", " - WARNING - ")
+
+
+def _is_warning(message):
+    return bool(WARNING_LEVEL.match(message)) or any(m in message for m in WARNING_MARKERS)
+
+
+def _is_error(message):
+    return bool(ERROR_LEVEL.match(message)) or any(m in message for m in ERROR_MARKERS)
 NOT_FATAL_BEFORE = re.compile(r"^Exception ignored in\b")
 # What a wrapper puts before the engine's own line: process tags of Ray and vLLM
 # (`(WorkerDict pid=616, ip=...) `, `(EngineCore_DP0 pid=68) `), Python logging's
@@ -309,7 +321,7 @@ class LogWatcher:
             self._start_block(rank if prefix else (self.block.rank if chained else None),
                               message[:at].strip(), chained)
             return "traceback"
-        if not prefix and WARNING_LEVEL.search(message):
+        if not prefix and _is_warning(message):
             return "warning"  # another process's warning, even in the middle of a traceback
         block = self.block
         if block is not None:
@@ -344,7 +356,7 @@ class LogWatcher:
                 if EXCEPTION_LINE.match(message):
                     block.exceptions.append(message[:MAX_EVIDENCE_TEXT])
                 return "traceback"
-        if WARNING_LEVEL.search(message):
+        if _is_warning(message):
             return "warning"
         # An exception on a line of its own, or after a banner on the same line
         # (`Scheduler hit an exception: torch._dynamo.exc.Unsupported: ...`).
@@ -357,7 +369,7 @@ class LogWatcher:
                 block.exceptions.append(candidate[:MAX_EVIDENCE_TEXT])
                 block.state = "message"
                 return "traceback"
-        if ERROR_LEVEL.search(message):
+        if _is_error(message):
             return "error"
         return "plain"
 
