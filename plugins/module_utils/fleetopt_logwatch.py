@@ -105,9 +105,10 @@ NOT_FATAL_BEFORE = re.compile(r"^Exception ignored in\b")
 # What a wrapper puts before the engine's own line: process tags of Ray and vLLM
 # (`(WorkerDict pid=616, ip=...) `, `(EngineCore_DP0 pid=68) `), Python logging's
 # `2025-03-08 02:04:48,693 - name - LEVEL - `, vLLM's `ERROR 02-06 16:34:06 [core.py:936] `.
-# The line is read without it (so tracebacks keep their structure); its level still counts.
+# The line is read without it (so tracebacks keep their structure). vLLM's level counts (its
+# own records); a relaying logger's level does not (it logs every line of the child alike).
 WRAPPER = re.compile(
-    r"^(?:\([^()]*\) )*(?:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[,.]\d+ - [\w.]+ - (?P<level>[A-Z]+) - |"
+    r"^(?:\([^()]*\) )*(?:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[,.]\d+ - [\w.]+ - [A-Z]+ - |"
     r"(?P<vllm_level>INFO|WARNING|ERROR|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[[^\]]*\] ?)?")
 
 
@@ -297,12 +298,14 @@ class LogWatcher:
         wrapper = WRAPPER.match(text)
         if not wrapper or not wrapper.end():
             return text, None
-        return text[wrapper.end():].strip(), wrapper.group("level") or wrapper.group("vllm_level")
+        return text[wrapper.end():].strip(), wrapper.group("vllm_level")
 
     def _structure(self, text, level=None):
         """Track tracebacks; returns the line's context: traceback, code, error, warning or plain."""
         if level in ("WARNING", "WARN"):
             return "warning"
+        if level in ("INFO", "DEBUG"):
+            self.block = None  # an ordinary log line of the wrapper: no traceback goes on
         context = self._structure_of(text)
         if level in ("ERROR", "CRITICAL"):
             if context in ("traceback", "code") and self.block is not None and not self.block.fatal:
@@ -389,7 +392,8 @@ class LogWatcher:
                 keep.append(item)
         self.pending = keep
         if now is not None and self.first_fatal_at is None:
-            self._mark_failed(now, min(b.line for b in self.blocks if b.chain == chain))
+            lines = [b.line for b in self.blocks if b.chain == chain]
+            self._mark_failed(now, min(lines) if lines else self.line_no)
 
     def _mark_failed(self, now, line):
         if self.first_fatal_at is None:

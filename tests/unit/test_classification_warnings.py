@@ -78,3 +78,18 @@ def test_vllm_warnings_leave_a_healthy_start_up_healthy():
     error = "(APIServer pid=3) ERROR 11-30 10:00:05 [api_server.py:1] [Errno 98] Address already in use"
     watcher = feed_whole(LogWatcher(spec), "\n".join(lines[:3] + [error]))
     assert watcher.failed and watcher.classify()["failure_class"] == "port_in_use"
+
+
+def test_a_handled_vllm_traceback_does_not_swallow_the_lines_after_it():
+    """vLLM lines carry no bracketed prefix; an INFO line still ends an open traceback."""
+    spec = yaml.safe_load((ROOT / "library" / "engines" / "vllm.yml").read_text())
+    text = (ROOT / "tests" / "fixtures" / "vllm" / "startup-compiled-0.32.0.log").read_text(encoding="utf-8")
+    lines = text.split("\n")
+    handled = [
+        "Traceback (most recent call last):",
+        '  File "/venv/lib/python3.12/site-packages/vllm/utils.py", line 10, in probe',
+        "OSError: probe failed",
+        "(APIServer pid=3) INFO 11-30 10:00:03 [utils.py:12] Falling back: CUDA out of memory on the probe was handled",
+    ]
+    watcher = feed_whole(LogWatcher(spec), "\n".join(lines[:3] + handled + lines[3:]))
+    assert watcher.ready and not watcher.failed
