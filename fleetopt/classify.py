@@ -3,7 +3,10 @@
 Prints one JSON object: how far the start-up got (`status`: ready, crashed or starting;
 `phase`; each phase's line, its time from the log's own timestamps, and the values it
 logged), and for a crash the root cause (`failure_class`, `verdict`, `root_cause`,
-`remedy`, the evidence's line numbers, and the symptoms also seen). Engine-agnostic: the
+`remedy`, the evidence's line numbers, the symptoms also seen, how sure it is:
+`confidence` `pattern`, `frames` or `structure`, and the deciding `traceback`: rank,
+exception lines, deepest frames). A crash no signature explains is `unknown_crash`
+with its last exception line. Engine-agnostic: the
 knowledge is library/engines/<engine>.yml, read by the same LogWatcher the lifecycle
 module uses. Exit code 0 for any analysis, 2 when the file cannot be read.
 """
@@ -52,10 +55,47 @@ def line_timestamps(text, stamp_spec):
 
 def time_at(stamps, line):
     """The timestamp of `line`, or of the closest stamped line before it."""
+    if isinstance(stamps, LazyStamps):
+        return stamps.time_at(line)
     for number in range(line, 0, -1):
         if number in stamps:
             return stamps[number]
     return None
+
+
+class LazyStamps:
+    """Timestamps read only for the lines a report needs (a phase's first line, the end),
+    walking back to the closest stamped line: parsing every line's time costs more than
+    the whole analysis on a long log."""
+
+    def __init__(self, text, stamp_spec):
+        self.lines = text.split("\n")
+        self.pattern = re.compile(stamp_spec["pattern"]) if stamp_spec else None
+        self.format = stamp_spec["format"] if stamp_spec else None
+        self.cache = {}
+
+    def stamp_of(self, number):
+        if number not in self.cache:
+            self.cache[number] = None
+            for segment in clean_segments(self.lines[number - 1]):
+                match = self.pattern.search(segment)
+                if match:
+                    try:
+                        moment = datetime.datetime.strptime(match.group("ts"), self.format)
+                    except ValueError:
+                        continue
+                    self.cache[number] = moment.timestamp()
+                    break
+        return self.cache[number]
+
+    def time_at(self, line):
+        if self.pattern is None:
+            return None
+        for number in range(min(line, len(self.lines)), 0, -1):
+            stamp = self.stamp_of(number)
+            if stamp is not None:
+                return stamp
+        return None
 
 
 def phase_report(watcher, stamps):
@@ -88,7 +128,7 @@ def status_of(watcher):
 def analyse(path, spec):
     text = read_log(path)
     watcher = feed_whole(LogWatcher(spec), text)
-    stamps = line_timestamps(text, spec.get("log_timestamp"))
+    stamps = LazyStamps(text, spec.get("log_timestamp"))
     status = status_of(watcher)
     failure = watcher.classify() if status == "crashed" else None
     result = {
@@ -102,9 +142,11 @@ def analyse(path, spec):
         "verdict": None,
         "root_cause": None,
         "remedy": None,
+        "confidence": None,
         "evidence_lines": [],
         "evidence": [],
         "also_seen": [],
+        "traceback": None,
     }
     if failure:
         result.update({
@@ -113,8 +155,10 @@ def analyse(path, spec):
             "root_cause": failure["root_cause"],
             "remedy": failure["remedy"],
             "evidence_lines": [item["line"] for item in failure["evidence"]],
+            "confidence": failure.get("confidence"),
             "evidence": failure["evidence"],
             "also_seen": failure["also_seen"],
+            "traceback": failure.get("traceback"),
         })
     elif status == "crashed":
         result["root_cause"] = "A fatal line matched, but no signature's requirements were met."

@@ -16,10 +16,21 @@ How piecewise (prefill/extend) CUDA graphs are switched, release by release:
 
     0.5.4  - 0.5.9    off by default; `--enable-piecewise-cuda-graph` turns them on
     0.5.10 - 0.5.13   on by default; `--disable-piecewise-cuda-graph` turns them off
-                      (`--enable-...` is then a deprecated no-op)
+                      (`--enable-...` is then a deprecated no-op). 0.5.10-0.5.12 keep
+                      GLM-5's class (GlmMoeDsaForCausalLM) on their auto-disable list, so
+                      a variant that asks for them with `--enforce-piecewise-cuda-graph`
+                      keeps that flag there (elsewhere the default or the opt-in suffices)
     0.5.14 and later  `--cuda-graph-backend-prefill full|breakable|disabled` (and
                       `tc_piecewise`, the torch.compile runner, up to 0.5.21); the old
-                      piecewise flags stay as deprecated aliases up to 0.5.19
+                      piecewise flags stay as deprecated aliases up to 0.5.19. The
+                      prefill default is `tc_piecewise` on 0.5.14 and `breakable` from
+                      0.5.15; SGLang turns `breakable` off for MLA models (GLM-5 is one).
+                      A variant that asks for prefill graphs without naming a backend
+                      gets the release's default, not a forced `breakable`: forcing it
+                      would skip SGLang's MLA rule (a graph SGLang itself considers
+                      unsafe for the model). On GLM-5 from 0.5.15 the variant may thus
+                      run without prefill graphs; the log says so ("Disable ... CUDA graph
+                      because ..."), and fleetopt records it with the cuda_graph phase.
 
 The benchmark runs offline: `--dataset-name random-ids` with a local tokenizer and
 HF_HUB_OFFLINE=1 (`random` and `sharegpt` try to download ShareGPT).
@@ -35,8 +46,11 @@ from ansible.module_utils.fleetopt_engine import (
 )
 
 PIECEWISE_DEFAULT_ON = ">=0.5.10,<0.5.14"
+# Releases that auto-disable piecewise graphs for GlmMoeDsaForCausalLM (GLM-5) unless enforced.
+PIECEWISE_ENFORCE_NEEDED = ">=0.5.10,<0.5.13"
 CUDA_GRAPH_BACKENDS = ">=0.5.14"
-BENCHMARK_PACKAGE = ">=0.5.23"
+# `sglang.bench_serving` is a deprecated shim of `sglang.benchmark.serving` from 0.5.15.
+BENCHMARK_PACKAGE = ">=0.5.15"
 
 # Flags whose presence depends on the release: flag -> (releases that accept it, why not).
 FLAG_RELEASES = {
@@ -70,7 +84,10 @@ FLAG_RELEASES = {
     "--cuda-graph-bs-prefill": (CUDA_GRAPH_BACKENDS, "per-phase CUDA graph sizes arrived in 0.5.14"),
     "--disable-prefill-cuda-graph": (CUDA_GRAPH_BACKENDS, "per-phase CUDA graph switches arrived in 0.5.14"),
     "--disable-decode-cuda-graph": (CUDA_GRAPH_BACKENDS, "per-phase CUDA graph switches arrived in 0.5.14"),
-    "--flashinfer-allreduce-fusion-backend": (">=0.5.23", "checked present in 0.5.23, absent in 0.5.10"),
+    "--flashinfer-allreduce-fusion-backend": (
+        ">=0.5.14",
+        "arrived in 0.5.14, when --enable-flashinfer-allreduce-fusion was deprecated",
+    ),
 }
 
 # Values a choice flag accepts, per release range: flag -> [(range, allowed values)].
@@ -106,7 +123,6 @@ PIECEWISE_FLAGS = (
     "--enforce-piecewise-cuda-graph", "--disable-prefill-cuda-graph",
     "--cuda-graph-backend-prefill",
 )
-PREFILL_GRAPH_ON = "breakable"
 PREFILL_GRAPH_OFF = "disabled"
 
 # Metric keys of bench_serving's JSONL record that differ from fleetopt's names.
@@ -181,12 +197,13 @@ class SglangAdapter(EngineAdapter):
         if self._is(CUDA_GRAPH_BACKENDS):
             if wanted and explicit_backend not in (None, PREFILL_GRAPH_OFF):
                 out["--cuda-graph-backend-prefill"] = explicit_backend
-            else:
-                out["--cuda-graph-backend-prefill"] = PREFILL_GRAPH_ON if wanted else PREFILL_GRAPH_OFF
+            elif not wanted:
+                out["--cuda-graph-backend-prefill"] = PREFILL_GRAPH_OFF
+            # wanted without a backend: the release's default, with SGLang's own rules
         elif self._is(PIECEWISE_DEFAULT_ON):
             if not wanted:
                 out["--disable-piecewise-cuda-graph"] = True
-            elif enforce:
+            elif enforce and self._is(PIECEWISE_ENFORCE_NEEDED):
                 out["--enforce-piecewise-cuda-graph"] = True
         elif wanted:
             # 0.5.9 and earlier: opt-in; before 0.5.4 the flag stays so it is reported.
@@ -244,7 +261,7 @@ class SglangAdapter(EngineAdapter):
         ] + render_flags(self.normalize_flags(flags))
 
     def bench_module(self):
-        """`sglang.bench_serving` became a deprecated shim of `sglang.benchmark.serving`."""
+        """`sglang.bench_serving` became a deprecated shim of `sglang.benchmark.serving` in 0.5.15."""
         return "sglang.benchmark.serving" if self._is(BENCHMARK_PACKAGE) else "sglang.bench_serving"
 
     def bench_command(self, python, base_url, served_model_name, tokenizer, concurrency,

@@ -12,8 +12,10 @@ SPEC = {
         {"name": "graphs", "pattern": r"Capture cuda graph begin"},
     ],
     "ready": {"pattern": r"ready to roll"},
+    "structure": {"process_ending": [r"hit an exception:"], "secondary": [r"other ranks"]},
     "failures": [
-        {"class": "symptom_dead", "priority": 10, "patterns": [r"scheduler is dead"], "root_cause": "s", "remedy": "r"},
+        {"class": "symptom_dead", "priority": 10, "banner": True, "symptom": True, "patterns": [r"scheduler is dead"],
+         "root_cause": "s", "remedy": "r"},
         {"class": "root_oom", "priority": 80, "patterns": [r"CUDA out of memory"], "root_cause": "oom", "remedy": "less"},
         {"class": "needs_context", "priority": 90, "patterns": [r"Unsupported"], "requires": [r"fp4_quantize"],
          "root_cause": "ctx", "remedy": "r"},
@@ -72,26 +74,88 @@ def test_symptom_alone_is_reported_when_nothing_better_is_known():
 
 def test_requires_gates_a_signature_on_context_elsewhere_in_the_log():
     w = LogWatcher(SPEC)
-    w.feed("torch._dynamo.exc.Unsupported: something\n", now=1.0)
-    assert w.classify() is None  # the only match lacks its required context
+    w.feed("[2026-03-02 10:20:01 TP0] Scheduler hit an exception: torch._dynamo.exc.Unsupported: something\n", now=1.0)
+    assert w.failed
+    assert w.classify()["failure_class"] == "unknown_crash"  # the only match lacks its required context
     w.feed('  File "flashinfer/fp4_quantization.py", line 1, in fp4_quantize\n', now=2.0)
     assert w.classify()["failure_class"] == "needs_context"
 
 
+def test_a_traceback_nothing_says_ended_a_process_decides_nothing_while_the_process_lives():
+    w = LogWatcher(SPEC)
+    w.feed("Traceback (most recent call last):\n  File \"x.py\", line 1, in f\nRuntimeError: CUDA out of memory\n", now=1.0)
+    assert not w.failed and w.classify() is None
+    w.feed("[x] Capture cuda graph begin\n", now=2.0)  # it went on: the traceback was handled
+    w.feed("", now=3.0, final=True)
+    assert not w.failed
+
+
+def test_a_traceback_that_is_the_last_thing_a_dead_process_wrote_decides():
+    w = LogWatcher(SPEC)
+    w.feed("[x] Load weight begin\nTraceback (most recent call last):\n  File \"x.py\", line 1, in f\n"
+           "RuntimeError: CUDA out of memory\n", now=1.0)
+    assert not w.failed
+    w.feed("", now=2.0, final=True)  # the writer is gone
+    assert w.failed and w.classify()["failure_class"] == "root_oom"
+
+
 def test_non_fatal_matches_do_not_mark_a_crash():
     w = LogWatcher(SPEC)
-    w.feed("Traceback (most recent call last):\n", now=1.0)
-    assert not w.failed
-    assert w.classify()["failure_class"] == "traceback"
+    w.feed("x\nTraceback (most recent call last):\n", now=1.0)
+    assert not w.failed and w.classify() is None
+    w = LogWatcher(SPEC)
+    w.feed("x\n[x] Scheduler hit an exception: Traceback (most recent call last):\n", now=1.0)
+    assert w.failed  # the banner says a process ended, though its traceback was cut at once
+    assert w.first_fatal_line == 2
+    result = w.classify()
+    assert result["failure_class"] == "unknown_crash" and result["confidence"] == "structure"
+    assert "cut before its exception line" in result["root_cause"]
+
+
+def test_warnings_and_plain_lines_never_decide_but_error_lines_do():
+    w = LogWatcher(SPEC)
+    w.feed("WARNING 03-02 10:20:01 [x.py:1] CUDA out of memory on a probe\n"
+           "[W302 10:20:01.000 x.cpp:1] CUDA out of memory on a probe\n"
+           "/x/y.py:3: UserWarning: CUDA out of memory on a probe\n"
+           "[2026-03-02 10:20:01 TP0] CUDA out of memory on a probe, retrying smaller\n", now=1.0)
+    assert not w.failed and w.classify() is None
+    w.feed("ERROR 03-02 10:20:02 [x.py:1] CUDA out of memory\n", now=2.0)
+    assert w.failed and w.classify()["failure_class"] == "root_oom"
+
+
+def test_the_rank_that_failed_first_wins_over_ranks_that_died_of_it():
+    w = LogWatcher(SPEC)
+    w.feed("[2026-03-02 10:20:01 TP1] Scheduler hit an exception: Traceback (most recent call last):\n"
+           '  File "loader.py", line 9, in load\n'
+           "ValueError: TP rank 1 finished, but other ranks did not: CUDA out of memory\n"
+           "[2026-03-02 10:20:02 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+           '  File "loader.py", line 9, in load\n'
+           "torch._dynamo.exc.Unsupported: real cause\n", now=1.0)
+    result = w.classify()
+    assert result["traceback"]["rank"] == "TP0"
+    assert result["failure_class"] == "unknown_crash"  # no signature for that one; the secondary OOM loses
+    assert "real cause" in result["root_cause"] and result["confidence"] == "structure"
+
+
+def test_confidence_says_whether_a_pattern_or_the_frames_picked_the_class():
+    w = LogWatcher(SPEC)
+    w.feed("[x] Scheduler hit an exception: Traceback (most recent call last):\n"
+           '  File "runner.py", line 9, in capture\n'
+           "torch.OutOfMemoryError: CUDA out of memory\n", now=1.0)
+    assert w.classify()["confidence"] == "frames"
+    w = LogWatcher(SPEC)
+    w.feed("ERROR 03-02 10:20:02 [x.py:1] CUDA out of memory\n", now=2.0)
+    assert w.classify()["confidence"] == "pattern"
 
 
 def test_snapshot_restores_a_watcher_that_continues_where_it_stopped():
     w = LogWatcher(SPEC)
-    w.feed("Load weight begin\nCUDA out of memory\nhalf a li", now=3.0)
+    w.feed("Load weight begin\n[x] Scheduler hit an exception: Traceback (most recent call last):\n"
+           "RuntimeError: CUDA out of memory\nhalf a li", now=3.0)
     state = json.loads(json.dumps(w.snapshot()))
     again = LogWatcher(SPEC).restore(state)
     again.feed("ne\nCapture cuda graph begin\n", now=4.0)
-    assert again.line_no == 4
+    assert again.line_no == 5
     assert again.phase == "graphs"
     assert again.classify()["failure_class"] == "root_oom"
 

@@ -97,10 +97,17 @@ def test_piecewise_variant_differs_from_the_baseline_on_every_release(version):
 
 @pytest.mark.parametrize("version,baseline,variant", [
     ("0.5.9", {}, {"--enable-piecewise-cuda-graph": True}),
-    ("0.5.10", {"--disable-piecewise-cuda-graph": True}, {}),
+    # 0.5.10-0.5.12 keep GLM-5's class (GlmMoeDsaForCausalLM) on their piecewise auto-disable
+    # list: without --enforce-piecewise-cuda-graph the variant would measure the baseline again.
+    ("0.5.10", {"--disable-piecewise-cuda-graph": True}, {"--enforce-piecewise-cuda-graph": True}),
+    ("0.5.12", {"--disable-piecewise-cuda-graph": True}, {"--enforce-piecewise-cuda-graph": True}),
+    # 0.5.13 no longer auto-disables it: the default (on) is the variant.
     ("0.5.13", {"--disable-piecewise-cuda-graph": True}, {}),
-    ("0.5.14", {"--cuda-graph-backend-prefill": "disabled"}, {"--cuda-graph-backend-prefill": "breakable"}),
-    ("0.5.23", {"--cuda-graph-backend-prefill": "disabled"}, {"--cuda-graph-backend-prefill": "breakable"}),
+    # 0.5.14 on: the release's own prefill default (tc_piecewise on 0.5.14, breakable from 0.5.15,
+    # which SGLang turns off for MLA models such as GLM-5); forcing breakable would skip that rule.
+    ("0.5.14", {"--cuda-graph-backend-prefill": "disabled"}, {}),
+    ("0.5.15", {"--cuda-graph-backend-prefill": "disabled"}, {}),
+    ("0.5.23", {"--cuda-graph-backend-prefill": "disabled"}, {}),
 ])
 def test_piecewise_switch_is_spelled_for_each_release(version, baseline, variant):
     adapter = SglangAdapter(version)
@@ -140,12 +147,37 @@ def test_enforce_survives_on_the_releases_that_have_it():
     ("0.5.23", {"--piecewise-cuda-graph-compiler": "inductor"}, "--piecewise-cuda-graph-compiler"),
     ("0.5.23", {"--cuda-graph-backend-prefill": "tc_piecewise"}, "--cuda-graph-backend-prefill"),
     ("0.5.9", {"--flashinfer-allreduce-fusion-backend": "trtllm"}, "--flashinfer-allreduce-fusion-backend"),
+    ("0.5.13", {"--flashinfer-allreduce-fusion-backend": "trtllm"}, "--flashinfer-allreduce-fusion-backend"),
     ("0.5.9", {"--enable-two-batch-overlap": True}, "--enable-two-batch-overlap"),
 ])
 def test_flags_a_release_refuses_make_the_variant_not_applicable(version, flags, flag):
     problems = SglangAdapter(version).unsupported_flags(flags)
     assert [name for name, _ in problems] == [flag]
     assert version in problems[0][1] or "moe-a2a-backend" in problems[0][1]
+
+
+def test_flashinfer_allreduce_fusion_backend_exists_from_0_5_14():
+    assert SglangAdapter("0.5.14").unsupported_flags({"--flashinfer-allreduce-fusion-backend": "trtllm"}) == []
+
+
+def test_a_backend_the_variant_names_itself_is_kept_and_breakable_is_never_added():
+    assert SglangAdapter("0.5.16").launch_flags(
+        {"--enable-piecewise-cuda-graph": True, "--cuda-graph-backend-prefill": "tc_piecewise"})[0] == {
+        "--cuda-graph-backend-prefill": "tc_piecewise"}
+    for version in ("0.5.14", "0.5.15", "0.5.21", "0.5.23"):
+        flags, _ = SglangAdapter(version).launch_flags(TIER1[0]["flags"])
+        assert "breakable" not in flags.values(), version
+
+
+@pytest.mark.parametrize("version,module", [
+    ("0.5.9", "sglang.bench_serving"),
+    ("0.5.14", "sglang.bench_serving"),
+    ("0.5.15", "sglang.benchmark.serving"),  # bench_serving is a deprecated shim from here
+    ("0.5.23", "sglang.benchmark.serving"),
+])
+def test_benchmark_module_per_release(version, module):
+    assert SglangAdapter(version).bench_module() == module
+    assert SglangAdapter(version).bench_command("py", "http://h:1", "m", "/tok", 4, 20, 8, 8, 1, "/r.jsonl")[2] == module
 
 
 def test_tc_piecewise_is_still_accepted_where_it_exists():
@@ -270,3 +302,18 @@ def test_tier2_piecewise_entry_names_patches_the_stack_role_knows():
     known = {patch["id"] for patch in patches["patches"]}
     entry = next(e for e in CATALOG["optimizations"] if e["id"] == "piecewise_cuda_graph_fp4_patched")
     assert set(entry["requires"]["patch"]) <= known
+
+
+def test_patch_set_claims_only_what_the_released_sources_support():
+    """FlashInfer 0.6.12 alone does not fix SGLang <= 0.5.11 (it calls the plain function), and
+    the FP4 patches cannot apply from FlashInfer 0.6.7 (the code moved to flashinfer/quantization/)."""
+    patches = yaml.safe_load((ROOT / "library" / "patches" / "sglang_stack.yml").read_text())
+    for patch in patches["patches"]:
+        for fix in patch.get("unnecessary_since") or []:
+            assert fix["package"] != "flashinfer-python", patch["id"]
+        if "flashinfer/fp4_quantization.py" in patch["files"]:
+            assert version_in_range("0.6.6", patch["releases"])
+            assert not version_in_range("0.6.7", patch["releases"]), patch["id"]
+            assert not version_in_range("0.6.11.post1", patch["releases"]), patch["id"]
+    entry = next(e for e in CATALOG["optimizations"] if e["id"] == "piecewise_cuda_graph_fp4_patched")
+    assert "flashinfer-fp4-quantize-custom-op" in entry["requires"]["patch"]

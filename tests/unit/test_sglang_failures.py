@@ -82,21 +82,35 @@ def test_root_cause_wins_over_the_symptoms_that_follow_it():
         "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.",
         "[2026-03-02 10:20:02] Received sigquit from a child process. It usually means the child failed.",
         "[2026-03-02 10:20:02] Rank 3 scheduler is dead. Please check if there are relevant logs.",
-        "Killed",
+        "[2026-03-02 10:20:02] Exit code: -9",
     ])
     assert watch(text=text).classify()["failure_class"] == "cuda_oom"
 
 
 @pytest.mark.parametrize("lines,expected", [
+    # up to 0.5.9
     (["[2026-03-02 10:20:02] Rank 3 scheduler is dead. Please check if there are relevant logs.",
-      "[2026-03-02 10:20:02] Exit code: -9"], "scheduler_dead"),
+      "[2026-03-02 10:20:02] Exit code: -11"], "scheduler_dead"),
+    (["[2026-03-02 10:20:02] Rank 3 scheduler is dead. Please check if there are relevant logs.",
+      "[2026-03-02 10:20:02] Exit code: -9"], "killed"),
+    # from 0.5.10
+    (["[2026-03-02 10:20:02] Rank 5 scheduler died during initialization (exit code: -11). "
+      "Please check if there are relevant logs."], "scheduler_dead"),
+    (["[2026-03-02 10:20:02] Rank 5 scheduler died during initialization (exit code: -9). "
+      "Please check if there are relevant logs."], "killed"),
     (["[2026-03-02 10:20:02] Received sigquit from a child process. It usually means the child failed."],
      "child_failed"),
-    (["Killed"], "killed"),
 ])
 def test_symptoms_alone_are_reported_as_their_own_classes(lines, expected):
     failure = watch(text="\n".join(lines)).classify()
     assert failure["failure_class"] == expected and failure["failure_class"] in SYMPTOMS
+    assert failure["confidence"] == "pattern"
+
+
+def test_a_bare_killed_line_is_not_a_server_line():
+    """No shell starts the server, so nothing prints `Killed`; SIGKILL shows as exit code -9."""
+    assert not watch(text="Killed\n").failed
+    assert all("Killed$" not in p for sig in SPEC["failures"] for p in sig["patterns"])
 
 
 @pytest.mark.parametrize("message", [
