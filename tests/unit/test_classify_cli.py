@@ -23,7 +23,7 @@ def cli(*args):
 
 
 def test_seed_incident_verdict_from_the_command_line():
-    proc, elapsed = cli("--engine", "sglang", str(LOGS / "seed_step3_fullgraph_disable.log"))
+    proc, _ = cli("--engine", "sglang", str(LOGS / "seed_step3_fullgraph_disable.log"))
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
     assert result["status"] == "crashed"
@@ -34,14 +34,12 @@ def test_seed_incident_verdict_from_the_command_line():
     lines = (LOGS / "seed_step3_fullgraph_disable.log").read_bytes().split(b"\n")
     for number in result["evidence_lines"]:
         assert b"Skip calling" in lines[number - 1]  # line numbers are the file's own
-    assert elapsed < 3.0  # interpreter start-up included; the analysis itself is timed below
 
 
 @pytest.mark.parametrize("name", SEED_STEPS)
-def test_each_seed_step_is_analysed_in_under_a_second(name):
-    started = time.time()
+def test_each_seed_step_is_analysed(name):
+    # Its speed is a figure of tests/benchmarks/classify_log_timing.py, not a timed unit test.
     result = classify.analyse(str(LOGS / name), engine_spec("sglang"))
-    assert time.time() - started < 1.0
     assert result["status"] == "crashed" and result["verdict"] == "blocked"
     assert result["failure_class"] == ("dynamo_fullgraph_graph_break" if "step3" in name else "dynamo_untraceable_jit")
 

@@ -1,0 +1,100 @@
+"""Nothing keeps holding the engine when the controller goes away: Ctrl-C stops the benchmark
+client at once and says what still runs; a SIGKILLed ansible-playbook leaves the server to its
+lease, which stops it; and a lease renewed by a running campaign never stops a healthy server,
+even when one benchmark run lasts longer than the lease."""
+import json
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import time
+
+from helpers import ROOT, free_port, pid_gone, processes_listening_as
+
+LEASE_S = 6
+
+
+def playbook(tmp_path, port, campaign_id, **bench):
+    settings = {"campaign_bench_concurrency": [1], "campaign_bench_trials": 1, "campaign_lease_s": LEASE_S,
+                "campaign_results_dir": str(tmp_path / "results"), "campaign_state_dir": str(tmp_path / "state"),
+                "campaign_port": port, "campaign_id": campaign_id}
+    settings.update(bench)
+    env = dict(os.environ, ANSIBLE_FORCE_COLOR="0", PATH="%s:%s" % (pathlib.Path(sys.executable).parent, os.environ["PATH"]))
+    # A session of its own, as a terminal gives a foreground job: Ctrl-C reaches its whole group.
+    return subprocess.Popen([str(pathlib.Path(sys.executable).parent / "ansible-playbook"), "optimize.yml",
+                             "-e", "only=float32_compute", "-e", json.dumps(settings)],
+                            cwd=str(ROOT), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+
+
+def clients(port):
+    """Live benchmark clients aimed at this test's server."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or pid_gone(int(name)):
+            continue
+        try:
+            argv = open("/proc/%s/cmdline" % name, "rb").read().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        if "bench" in argv and "http://127.0.0.1:%d" % port in argv:
+            found.append(int(name))
+    return found
+
+
+def wait_for(predicate, timeout, what):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if predicate():
+            return time.time()
+        time.sleep(0.2)
+    raise AssertionError("timed out waiting for %s" % what)
+
+
+def test_ctrl_c_during_a_benchmark_stops_the_client_says_what_runs_and_the_lease_stops_the_server(
+        tmp_path, local_engine):
+    port = free_port()
+    campaign = playbook(tmp_path, port, "gone-sigint", campaign_bench_trials=3)
+    try:
+        wait_for(lambda: clients(port), 300, "the baseline's benchmark client")
+        os.killpg(campaign.pid, signal.SIGINT)
+        output = campaign.communicate(timeout=60)[0].decode()
+        interrupted_at = time.time()
+    finally:
+        if campaign.poll() is None:
+            os.killpg(campaign.pid, signal.SIGKILL)
+    assert "fleetopt: interrupted; these servers are still running:" in output, output[-3000:]
+    assert "localhost: vllm-%d" % port in output and "playbooks/stop_servers.yml" in output
+    wait_for(lambda: not clients(port), 5, "the benchmark client to stop")
+    stopped_at = wait_for(lambda: not processes_listening_as(port), LEASE_S + 30, "the lease to stop the server")
+    assert stopped_at - interrupted_at < LEASE_S + 30
+    status = json.loads((tmp_path / "state" / "run" / ("vllm-%d.status" % port)).read_text())
+    assert status["stopped_by"] == "lease"
+
+
+def test_a_killed_controller_leaves_the_server_to_its_lease_and_a_renewed_lease_never_stops_it(
+        tmp_path, local_engine):
+    port = free_port()
+    # One run lasts longer than the lease (8 prompts of 160 tokens, one at a time): the baseline is
+    # only measured because the benchmark renews the lease while it runs.
+    campaign = playbook(tmp_path, port, "gone-sigkill", campaign_bench_min_prompts=8,
+                        campaign_bench_prompts_per_concurrency=8, campaign_bench_output_len=160)
+    cells = tmp_path / "results" / "gone-sigkill" / "cells" / "localhost"
+    try:
+        wait_for(lambda: (cells / "baseline.json").exists(), 400, "the baseline cell")
+        baseline = json.loads((cells / "baseline.json").read_text())
+        wait_for(lambda: clients(port), 300, "the next variant's benchmark client")
+        campaign.send_signal(signal.SIGKILL)  # ansible-playbook alone: no handler sees this
+        campaign.wait()
+        killed_at = time.time()
+    finally:
+        if campaign.poll() is None:
+            os.killpg(campaign.pid, signal.SIGKILL)
+    assert baseline["status"] == "ok", baseline.get("reason")
+    assert baseline["levels"][0]["duration_s"] > LEASE_S, "the run must outlast the lease to show the renewal"
+    # The orphaned benchmark module stops its client; then nothing renews the lease.
+    stopped_at = wait_for(lambda: not processes_listening_as(port), LEASE_S + 60, "the lease to stop the server")
+    assert stopped_at - killed_at < LEASE_S + 60
+    status = json.loads((tmp_path / "state" / "run" / ("vllm-%d.status" % port)).read_text())
+    assert status["stopped_by"] == "lease"
