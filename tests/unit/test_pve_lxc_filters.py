@@ -141,3 +141,14 @@ def test_proxmox_lines_as_lxc_reads_them():
         "lxc.mount.entry = /dev/nvidia0 dev/nvidia0 none bind,optional,create=file"]
     with pytest.raises(AnsibleFilterError):
         pve_lxc.pve_to_lxc_conf(["memory: 4096"])
+
+
+def test_container_host_keys_become_known_hosts_lines_for_the_name_ssh_uses():
+    pub = ("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIK0 root@gpu-lxc-200\n"
+           "ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTI= root@gpu-lxc-200\n"
+           "cat: /etc/ssh/ssh_host_dsa_key.pub: No such file or directory\n\n"
+           "ssh-rsa AAAAB3NzaC1yc2E= root@gpu-lxc-200\n")
+    entries = pve_lxc.ssh_known_host_keys(pub, "192.0.2.20")
+    assert [e["type"] for e in entries] == ["ssh-ed25519", "ecdsa-sha2-nistp256", "ssh-rsa"]
+    assert entries[0]["line"] == "192.0.2.20 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIK0"
+    assert pve_lxc.ssh_known_host_keys("", "x") == []

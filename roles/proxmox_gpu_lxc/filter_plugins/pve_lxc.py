@@ -151,9 +151,24 @@ def pve_lxc_conf_keys(content, pattern=r"^dev\d+$"):
     return found
 
 
+def ssh_known_host_keys(pub_text, name):
+    """`cat /etc/ssh/ssh_host_*_key.pub` of a container -> known_hosts lines for `name`.
+
+    Each line of a .pub file is `type base64 [comment]`; known_hosts wants `name type base64`.
+    Anything that is not a key line (an error message, a blank) is left out.
+    """
+    entries = []
+    for line in (pub_text or "").splitlines():
+        fields = line.split()
+        if len(fields) >= 2 and (fields[0].startswith("ssh-") or fields[0].startswith("ecdsa-")):
+            entries.append({"type": fields[0], "line": "%s %s %s" % (name, fields[0], fields[1])})
+    return entries
+
+
 class FilterModule:
     def filters(self):
         return {
+            "ssh_known_host_keys": ssh_known_host_keys,
             "nvidia_driver_version": nvidia_driver_version,
             "pve_manager_version": pve_manager_version,
             "proc_char_majors": proc_char_majors,
