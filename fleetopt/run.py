@@ -28,6 +28,7 @@ import tempfile
 import ansible_runner
 
 from fleetopt import gate
+from fleetopt.hosts import troubled_hosts
 from fleetopt.paths import ROOT
 
 EXIT_OK, EXIT_CAMPAIGN_ERROR, EXIT_REGRESSION, EXIT_GATE_INCOMPLETE = 0, 1, 3, 4
@@ -130,9 +131,12 @@ def results_dir(args, extravars):
     return pathlib.Path(extravars.get("campaign_results_dir") or ROOT / "results") / args.campaign_id
 
 
-def unreachable_hosts(runner):
-    stats = runner.stats or {}
-    return sorted((stats.get("dark") or {}).keys())
+def hosts_in_trouble(runner, campaign_dir):
+    """Hosts that did not finish their share: from their records, and Ansible's own count."""
+    troubled = {host: (status, reason) for host, status, reason in troubled_hosts(campaign_dir)}
+    for host in (runner.stats or {}).get("dark") or {}:
+        troubled.setdefault(host, ("unreachable", "no answer"))
+    return troubled
 
 
 def check_gate(args, campaign_dir):
@@ -180,10 +184,15 @@ def main(args):
         print("fleetopt run: interrupted; servers stopped; %d finished cell(s) kept in %s"
               % (len(cells), campaign_dir), file=sys.stderr)
         return interrupt.exit_code
-    dark = unreachable_hosts(runner)
-    if dark:
-        print("fleetopt run: unreachable host(s): %s; the others' results are in %s"
-              % (", ".join(dark), campaign_dir), file=sys.stderr)
+    troubled = hosts_in_trouble(runner, campaign_dir)
+    if troubled:
+        dark = sorted(h for h, (status, _) in troubled.items() if status == "unreachable")
+        if dark:
+            print("fleetopt run: unreachable host(s): %s" % ", ".join(dark), file=sys.stderr)
+        for host, (status, reason) in sorted(troubled.items()):
+            print("fleetopt run: %s is %s: %s" % (host, status, reason), file=sys.stderr)
+        print("fleetopt run: the report is written; the other hosts' results are in %s" % campaign_dir,
+              file=sys.stderr)
         return EXIT_CAMPAIGN_ERROR
     if runner.rc != 0 or not list(campaign_dir.glob("cells/*/*.json")):
         print("fleetopt run: the campaign failed (%s, rc=%s); see the output above"

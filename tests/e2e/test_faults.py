@@ -126,5 +126,32 @@ def test_one_unreachable_host_does_not_stop_the_others(tmp_path, local_engine):
     assert rc == 1, output[-3000:]
     assert "unreachable host(s): gone" in output
     summary = json.loads((tmp_path / "results" / "e2e-dark" / "summary.json").read_text())
+    # The unreachable host's share (its own baseline) is in the matrix, with the reason.
     assert {(r["host"], r["variant"], r["status"]) for r in summary["cells"]} == {
-        ("engine-a", "baseline", "ok"), ("engine-a", "float32_compute", "ok")}
+        ("engine-a", "baseline", "ok"), ("engine-a", "float32_compute", "ok"), ("gone", "baseline", "skipped")}
+    gone = next(r for r in summary["cells"] if r["host"] == "gone")
+    assert gone["reason"].startswith("not run: host unreachable:"), gone["reason"]
+
+
+def test_a_stop_that_cannot_free_the_gpu_makes_the_host_unhealthy_and_the_report_is_still_written(tmp_path, local_engine):
+    # An nvidia-smi whose GPU is free before the first launch and never again after it: the
+    # memory a stopped server held does not come back, as when a process escaped the stop.
+    calls = tmp_path / "smi-calls"
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text('#!/bin/sh\n[ "$1" = "--query-gpu=index,memory.used" ] || exit 6\n'
+                   'n=$(cat %s 2>/dev/null || echo 0); echo $((n + 1)) > %s\n'
+                   'if [ "$n" -eq 0 ]; then echo "0, 3"; else echo "0, 8000"; fi\n' % (calls, calls))
+    smi.chmod(0o755)
+    port = free_port()
+    rc, output = run_fleetopt("run", "--only", "float32_compute", *isolated(tmp_path, port, "e2e-unhealthy"),
+                              "-e", "campaign_nvidia_smi=%s" % smi, "-e", "campaign_release_timeout=2")
+    assert rc == 1, output[-3000:]
+    assert "localhost is unhealthy" in output
+    baseline = read_cell(tmp_path, "e2e-unhealthy", "baseline")
+    assert baseline["status"] == "ok", "what was measured is kept"
+    assert baseline["stop"]["gpu_memory"]["still_held"] == ["0"]
+    skipped = read_cell(tmp_path, "e2e-unhealthy", "float32_compute")
+    assert skipped["status"] == "skipped"
+    assert "GPU memory on GPU 0" in skipped["reason"]
+    assert (tmp_path / "results" / "e2e-unhealthy" / "report.md").exists()
+    assert processes_listening_as(port) == []
