@@ -3,11 +3,13 @@
 fleetopt's stop waits for each GPU's memory to come back, not for PIDs that NVML cannot show.
 
 The script re-runs itself under `unshare --pid --fork --mount-proc`. Inside, it starts a
-process holding GPU memory in a session of its own (the server stand-in), shows that
-nvidia-smi lists it under a PID the namespace does not know (a PID-matching release check
-would pass at once), stops it with fleetopt's own stop_session and GpuMemoryWatch, and prints
-JSON: the PIDs on both sides, per-GPU used memory before, while held and after, when the
-stand-in's processes were gone, and when its memory was back.
+process holding GPU memory in a session of its own (the server stand-in), records whether
+nvidia-smi lists it under the namespace's PID (on an LXC guest NVML reports host PIDs; under
+the device machine's gVisor on 2026-12-01 it reported the namespace's own), stops it with
+fleetopt's own stop_session and GpuMemoryWatch, and prints JSON: the PIDs on both sides,
+per-GPU used memory before, while held and after, when the stand-in's processes were gone,
+and when its memory was back. The release check reads only per-GPU used memory, so it does
+not depend on which PIDs NVML reports.
 
     python3 tests/device/gpu_release_in_pid_namespace.py [--gib 8]
 """
