@@ -155,3 +155,8 @@ def test_a_stop_that_cannot_free_the_gpu_makes_the_host_unhealthy_and_the_report
     assert "GPU memory on GPU 0" in skipped["reason"]
     assert (tmp_path / "results" / "e2e-unhealthy" / "report.md").exists()
     assert processes_listening_as(port) == []
+    # The server log and the raw benchmark output are on the controller, beside the cells.
+    logs = tmp_path / "results" / "e2e-unhealthy" / "logs" / "localhost"
+    assert "Application startup complete" in (logs / "baseline.log").read_text()
+    assert json.loads((logs / "baseline-c1-t1.json").read_text())["completed"] > 0
+    assert baseline["startup"]["log_on_controller"] == "logs/localhost/baseline.log"
