@@ -20,8 +20,8 @@ def pid_gone(pid):
         return True
 
 
-def processes_listening_as(port):
-    """PIDs of live processes whose command line names `--port <port>` (a server we started)."""
+def live_processes(argv_matches):
+    """PIDs of live processes whose command line (as a list) satisfies `argv_matches`."""
     import os
     found = []
     for name in os.listdir("/proc"):
@@ -32,9 +32,15 @@ def processes_listening_as(port):
                 argv = handle.read().decode("utf-8", "replace").split("\0")
         except OSError:
             continue
-        if any(a == "--port" and i + 1 < len(argv) and argv[i + 1] == str(port) for i, a in enumerate(argv)):
+        if argv_matches(argv):
             found.append(int(name))
     return found
+
+
+def processes_listening_as(port):
+    """PIDs of live processes whose command line names `--port <port>` (a server we started)."""
+    return live_processes(lambda argv: any(a == "--port" and i + 1 < len(argv) and argv[i + 1] == str(port)
+                                           for i, a in enumerate(argv)))
 
 
 class ForeignListener:

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 
-from helpers import ROOT, free_port, pid_gone, processes_listening_as
+from helpers import ROOT, free_port, live_processes, processes_listening_as
 
 LEASE_S = 6
 
@@ -30,17 +30,7 @@ def playbook(tmp_path, port, campaign_id, **bench):
 
 def clients(port):
     """Live benchmark clients aimed at this test's server."""
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit() or pid_gone(int(name)):
-            continue
-        try:
-            argv = open("/proc/%s/cmdline" % name, "rb").read().decode(errors="replace").split("\0")
-        except OSError:
-            continue
-        if "bench" in argv and "http://127.0.0.1:%d" % port in argv:
-            found.append(int(name))
-    return found
+    return live_processes(lambda argv: "bench" in argv and "http://127.0.0.1:%d" % port in argv)
 
 
 def wait_for(predicate, timeout, what):
