@@ -152,7 +152,7 @@ def test_stop_servers_stops_servers_left_in_the_containers(fleet, workdir):
         start_new_session=True)
     try:
         for host in HOSTS:
-            fleet_.wait_for(lambda h=host: fleet_.exists(h, STATE_FILE), 300, "a server on %s" % host)
+            fleet_.wait_for(lambda h=host: fleet_.exists(h, STATE_FILE), 600, "a server on %s" % host)
     finally:
         os.killpg(playbook.pid, signal.SIGKILL)
         playbook.wait()
@@ -175,10 +175,10 @@ def test_sigint_stops_every_server_in_every_container_and_keeps_finished_cells(f
                                 stderr=subprocess.STDOUT)
     try:
         for host in HOSTS:
-            fleet_.wait_for(lambda h=host: (cells / h / "baseline.json").exists(), 420, "the baseline of %s" % host)
+            fleet_.wait_for(lambda h=host: (cells / h / "baseline.json").exists(), 900, "the baseline of %s" % host)
         for host, variant in (("fleetopt-host-1", "float32_compute"), ("fleetopt-host-2", "async_scheduling")):
             fleet_.wait_for(lambda h=host, v=variant: fleet_.exists(h, "%s/%s.log" % (host_dir("ct-sigint", h), v))
-                            and fleet_.engine_processes(h), 180, "the %s server on %s" % (variant, host))
+                            and fleet_.engine_processes(h), 600, "the %s server on %s" % (variant, host))
         time.sleep(2)
         campaign.send_signal(signal.SIGINT)
         output = campaign.communicate(timeout=300)[0].decode("utf-8", "replace")
@@ -202,10 +202,10 @@ def test_a_host_lost_mid_benchmark_is_a_cell_and_the_other_host_finishes(fleet, 
                                 cwd=str(ROOT), env=fleet_.command_env(), stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT)
     try:
-        fleet_.wait_for(lambda: fleet_.exists(lost, raw), 600, "the benchmark of %s on %s" % (ONLY, lost))
+        fleet_.wait_for(lambda: fleet_.exists(lost, raw), 1500, "the benchmark of %s on %s" % (ONLY, lost))
         time.sleep(1)
         fleet_.kill(lost)
-        output = campaign.communicate(timeout=600)[0].decode("utf-8", "replace")
+        output = campaign.communicate(timeout=900)[0].decode("utf-8", "replace")
     finally:
         if campaign.poll() is None:
             campaign.kill()
