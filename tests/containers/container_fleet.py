@@ -131,6 +131,12 @@ for table in ("/proc/net/tcp", "/proc/net/tcp6"):
 """
 
 
+def modules_in_flight(host):
+    """fleetopt module runs still going inside the container. Killing the `podman exec` client
+    (an interrupted ansible-playbook) does not end the process it started, unlike SSH's hang-up."""
+    return in_host(host, "pgrep", "-f", "AnsiballZ_", check=False).split()
+
+
 def engine_python_prefix():
     return str(pathlib.Path(os.path.realpath(ENGINE_PYTHON)).parent.parent)
 
