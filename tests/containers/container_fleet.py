@@ -4,6 +4,7 @@ what runs inside each container seen from inside it (`podman exec`), as an opera
 import json
 import os
 import pathlib
+import signal
 import subprocess
 import sys
 import time
@@ -150,6 +151,52 @@ def engine_processes(host):
 def listening(host, port=PORT):
     """Local addresses (hex, as in /proc/net/tcp) listening on `port` inside the container."""
     return in_host(host, "/usr/bin/python3", "-c", _LISTENING, str(port)).split()
+
+
+def process_tree(pid):
+    """pid and every process below it, parents first."""
+    children = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % name) as handle:
+                ppid = int(handle.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(name))
+    tree, todo = [], [pid]
+    while todo:
+        current = todo.pop(0)
+        tree.append(current)
+        todo.extend(children.get(current, []))
+    return tree
+
+
+def kill_tree(pid):
+    """The controller dies: SIGKILL to ansible-playbook and everything it started, its workers
+    included (they run in sessions of their own, out of reach of a process-group kill)."""
+    for member in process_tree(pid):
+        try:
+            os.kill(member, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def playbooks_on(inventory=INVENTORY):
+    """PIDs of ansible-playbook processes (workers included) on this inventory."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % name, "rb") as handle:
+                argv = handle.read().decode("utf-8", "replace").split("\0")
+        except OSError:
+            continue
+        if any(arg.endswith("ansible-playbook") for arg in argv[:2]) and str(inventory) in argv:
+            found.append(int(name))
+    return found
 
 
 def wait_for(predicate, timeout, what, interval=0.5):

@@ -144,7 +144,8 @@ def test_the_campaign_runs_on_the_containers_and_merges_into_one_matrix(campaign
 
 
 def test_stop_servers_stops_servers_left_in_the_containers(fleet, workdir):
-    # An ansible-playbook killed outright leaves a server starting in each container.
+    # The controller dies (ansible-playbook and all it started, at once): a server starting in
+    # each container is left behind.
     playbook = subprocess.Popen(
         [str(fleet_.venv_bin() / "ansible-playbook"), "-i", str(INVENTORY), "optimize.yml", "-e", "only=%s" % ONLY,
          "-e", "campaign_id=ct-left", "-e", "campaign_results_dir=%s" % (workdir / "results"), "-e", json.dumps(SHORT)],
@@ -154,11 +155,11 @@ def test_stop_servers_stops_servers_left_in_the_containers(fleet, workdir):
         for host in HOSTS:
             fleet_.wait_for(lambda h=host: fleet_.exists(h, STATE_FILE), 600, "a server on %s" % host)
     finally:
-        os.killpg(playbook.pid, signal.SIGKILL)
+        fleet_.kill_tree(playbook.pid)
         playbook.wait()
     for host in HOSTS:
-        # A module call already inside the container runs to its end (at most one 15 s follow
-        # slice); one that started after the stop would launch the server again.
+        # A module run already inside the container goes on to its end (`podman exec` sends no
+        # hang-up): at most one 15 s slice of following the start-up.
         fleet_.wait_for(lambda h=host: not fleet_.modules_in_flight(h), 120, "the module runs on %s to end" % host)
         assert fleet_.engine_processes(host), "no server was left on %s" % host
 
@@ -189,6 +190,11 @@ def test_sigint_stops_every_server_in_every_container_and_keeps_finished_cells(f
             campaign.kill()
     assert campaign.returncode == 130, output[-3000:]
     assert "interrupted; servers stopped; 2 finished cell(s) kept" in output, output[-3000:]
+    # No Ansible worker of the cancelled run survives to start a server again after the stop.
+    assert fleet_.playbooks_on(INVENTORY) == []
+    for host in HOSTS:
+        assert no_server_in(host), (host, fleet_.engine_processes(host))
+    time.sleep(20)  # longer than one slice of following a start-up
     for host in HOSTS:
         assert no_server_in(host), (host, fleet_.engine_processes(host))
         assert cell(workdir, "ct-sigint", host, "baseline")["status"] == "ok"
