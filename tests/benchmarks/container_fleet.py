@@ -44,6 +44,7 @@ def campaign(name, inventory, args, workdir, limit=None, extravars=None):
                                 extravars=variables, quiet=True,
                                 envvars={"ANSIBLE_CONFIG": str(ROOT / "ansible.cfg")})
     wall = time.time() - started
+    print("campaign %s: rc %s, wall %.1f s" % (name, result.rc, wall), flush=True)
     if result.rc != 0:
         sys.exit("campaign %s failed (rc=%s); see %s" % (name, result.rc, workdir / name))
     summary = json.loads((workdir / "results" / name / "summary.json").read_text())
