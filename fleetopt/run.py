@@ -109,7 +109,30 @@ def run_playbook(playbook, args, extravars, ident, interrupt=None):
     try:
         return _run(private, playbook, args, extravars, ident, interrupt)
     finally:
+        if interrupt is not None and interrupt.cancelled():
+            kill_detached_workers(private)
         shutil.rmtree(private, ignore_errors=True)
+
+
+def kill_detached_workers(private):
+    """ansible-runner ends a cancelled run by killing ansible-playbook's process group, but Ansible's
+    workers run in sessions of their own (setsid) and survive it, carrying on with their task: a
+    worker still following a server's start-up calls the module again after fleetopt stopped the
+    server, and the module launches it anew. They are known by the private folder in their
+    command line (the extra-vars file), which is unique to this run."""
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % name, "rb") as handle:
+                argv = handle.read().decode("utf-8", "replace").split("\0")
+        except OSError:
+            continue
+        if any(private in arg for arg in argv):
+            try:
+                os.kill(int(name), signal.SIGKILL)
+            except OSError:
+                pass
 
 
 def _run(private, playbook, args, extravars, ident, interrupt):
