@@ -36,6 +36,11 @@ options:
     description: Interpreter of the engine's virtual environment (the client ships with the engine).
     type: path
     required: true
+  engine_version:
+    description:
+      - Installed engine release (as C(fleetopt_plan) reports it), so the client is called the way that
+        release expects (SGLang moved its benchmark to C(sglang.benchmark.serving) in 0.5.15).
+    type: str
   base_url:
     description: Server URL, e.g. C(http://127.0.0.1:8700).
     type: str
@@ -185,6 +190,7 @@ def module_args():
     return dict(
         engine=dict(type="str", choices=["sglang", "vllm"], required=True),
         python=dict(type="path", required=True),
+        engine_version=dict(type="str"),
         base_url=dict(type="str", required=True),
         served_model_name=dict(type="str", required=True),
         tokenizer=dict(type="path", required=True),
@@ -326,7 +332,7 @@ def planned_runs(p):
 def main():
     module = AnsibleModule(argument_spec=module_args(), supports_check_mode=True)
     p = module.params
-    adapter = get_adapter(p["engine"])
+    adapter = get_adapter(p["engine"], p["engine_version"])
     if module.check_mode:
         module.exit_json(changed=False, levels=[], server_died=False, timed_out=False, client=[], msg="would benchmark")
     if not os.path.isdir(p["result_dir"]):

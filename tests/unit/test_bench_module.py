@@ -137,3 +137,15 @@ def test_a_benchmark_whose_parent_died_stops_its_client(scripted_python, tmp_pat
     os.kill(shell.pid, signal.SIGKILL)  # the module's parent only; nothing else is signalled
     shell.wait()
     assert wait_gone(tmp_path), "the client outlived the Ansible that started it"
+
+
+def test_the_client_is_called_the_way_the_installed_release_expects(scripted_python, tmp_path):
+    python = scripted_python({"lines": [], "exit_code": 1})
+    old = run_module("fleetopt_bench", dict(engine="sglang", engine_version="0.5.9", python=python,
+                                            base_url="http://127.0.0.1:9", served_model_name="m", tokenizer=str(tmp_path),
+                                            concurrency=[1], result_dir=str(tmp_path / "a"), name="v"))
+    new = run_module("fleetopt_bench", dict(engine="sglang", engine_version="0.5.23", python=python,
+                                            base_url="http://127.0.0.1:9", served_model_name="m", tokenizer=str(tmp_path),
+                                            concurrency=[1], result_dir=str(tmp_path / "b"), name="v"))
+    assert old["client"][1:3] == ["-m", "sglang.bench_serving"]
+    assert new["client"][1:3] == ["-m", "sglang.benchmark.serving"]
