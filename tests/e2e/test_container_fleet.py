@@ -63,14 +63,6 @@ def cell(workdir, campaign_id, host, variant):
     return json.loads((workdir / "results" / campaign_id / "cells" / host / ("%s.json" % variant)).read_text())
 
 
-def pending_issue_9(cell_path):
-    """A host that vanished leaves no cell until issue 9 (failure handling: unreachable and lost
-    hosts recorded as cells) is merged; everything asserted before this call holds today.
-    Remove this call when merging issue 9."""
-    if not cell_path.exists():
-        pytest.xfail("issue 9 not merged: no cell for a variant of a host that vanished (%s)" % cell_path.name)
-
-
 def no_server_in(host):
     return fleet_.engine_processes(host) == [] and fleet_.listening(host) == []
 
@@ -223,7 +215,6 @@ def test_a_host_lost_mid_benchmark_is_a_cell_and_the_other_host_finishes(fleet, 
     assert rows[("fleetopt-host-2", "baseline")]["status"] == "ok"
     assert rows[(lost, "baseline")]["status"] == "ok"
     assert (workdir / "results" / "ct-lost" / "report.md").exists()
-    pending_issue_9(workdir / "results" / "ct-lost" / "cells" / lost / ("%s.json" % ONLY))
     gone = cell(workdir, "ct-lost", lost, ONLY)
     assert gone["status"] != "ok" and HOST_GONE.search(gone["reason"] or ""), gone
 
@@ -242,7 +233,6 @@ def test_a_host_unreachable_from_the_start_has_its_share_as_cells(fleet, workdir
     assert "unreachable host(s): %s" % gone in output
     assert cell(workdir, "ct-gone", "fleetopt-host-2", "baseline")["status"] == "ok"
     assert (workdir / "results" / "ct-gone" / "report.md").exists()
-    pending_issue_9(workdir / "results" / "ct-gone" / "cells" / gone / "baseline.json")
     for variant in ("baseline", ONLY):  # its share: its own baseline and every other optimization
         result = cell(workdir, "ct-gone", gone, variant)
         assert result["status"] != "ok" and HOST_GONE.search(result["reason"] or ""), result
