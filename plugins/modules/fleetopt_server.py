@@ -745,8 +745,10 @@ class Lifecycle:
         elif failure is None:
             failure = {
                 "failure_class": "process_exited", "verdict": "crashed", "phase": state.get("phase"),
-                "root_cause": "The server exited (code %s) after start-up without a recognised error in its log "
-                              "(killed from outside, or by the kernel's OOM killer)." % state.get("exit_code"),
+                "root_cause": "The server exited (%s) after start-up without a recognised error in its log "
+                              "(killed from outside, or by the kernel's OOM killer)."
+                              % ("exit code %s" % state["exit_code"] if state.get("exit_code") is not None
+                                 else "exit code unknown: its supervisor was killed with it"),
                 "remedy": "Check the host's kernel log (dmesg) and the end of %s." % state.get("log_path"),
                 "evidence": evidence, "also_seen": [],
             }
