@@ -3,10 +3,11 @@ endpoint, a child process, ignored SIGTERM, an exit code. It lets the module tes
 the lifecycle mechanics (crash latency, time-outs, session kills) in seconds; the real
 engine is exercised by the end-to-end tests.
 
-Usage: scripted_process.py SCENARIO_JSON [ignored engine args...]
+Usage: scripted_process.py SCENARIO_JSON [ignored engine args...]; or, as a benchmark client
+module run in fleetopt's kept client, `run(scenario, argv)`.
 Scenario: {"lines": [[delay_s, "text"], ...], "serve_health_on": PORT or null,
            "exit_code": N or null (null: stay alive), "spawn_child": bool,
-           "ignore_sigterm": bool, "client_result": PATH or null,
+           "ignore_sigterm": bool, "client_result": PATH or null, "busy_s": S (spin for S s of CPU time),
            "echo_args": bool (print argv the way SGLang logs server_args),
            "escape_holding_port": PORT (a child leaves the session and listens there),
            "gpu_file": PATH, "gpu_hold_mib": N, "gpu_release_delay_s": S or null
@@ -70,9 +71,13 @@ def escape_holding_port(port):
 
 
 def main():
-    scenario = json.loads(sys.argv[1])
+    run(json.loads(sys.argv[1]), sys.argv[2:])
+
+
+def run(scenario, args):
+    """Play the scenario; `args` are the engine (or client) arguments it was given."""
     if scenario.get("echo_args"):
-        print("[2026-03-02 10:15:03] server_args=ServerArgs(argv=%r)" % (sys.argv[2:],), flush=True)
+        print("[2026-03-02 10:15:03] server_args=ServerArgs(argv=%r)" % (args,), flush=True)
     if scenario.get("gpu_file"):
         hold_gpu_memory(scenario)
     if scenario.get("escape_holding_port"):
@@ -91,8 +96,11 @@ def main():
         print(text, flush=True)
         with open(scenario.get("stamp_file", os.devnull), "a") as stamp:
             stamp.write("%r %s\n" % (at, text))
+    spin_until = time.process_time() + scenario.get("busy_s", 0)
+    while time.process_time() < spin_until:
+        pass
     if scenario.get("client_result"):
-        write_client_result(scenario["client_result"], sys.argv[2:])
+        write_client_result(scenario["client_result"], args)
     if scenario.get("exit_code") is not None:
         sys.exit(scenario["exit_code"])
     while True:

@@ -7,6 +7,13 @@ A whole benchmark (levels x trials) can take an hour on a GPU fleet. Run as one 
 call it would print nothing for that long and leave the connection idle. Here each run is
 its own call (`runs: [[concurrency, trial]]`); after each the level, trial, result and
 elapsed time are printed, and the module's lease renewal keeps the server's lease fresh.
+Every call keeps the engine's client alive on the host, so its imports are paid once per
+cell; a last call releases it.
+
+Sequential trials: with `target_halfwidth_pct`, a level gets more trials after its planned
+ones until the 95 % interval of its mean output throughput is within that many percent of
+the mean, or `max_trials` runs were made; the level records which of the two stopped it.
+
 The first run whose server died or that timed out ends the benchmark; the runs left are
 reported as skipped, as the module itself would.
 """
@@ -14,12 +21,26 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import math
 import time
 
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
 display = Display()
+PRECISION_METRIC = "output_throughput"
+
+
+def halfwidth_pct(values):
+    """Half-width of the 95 % t-interval of the mean, in percent of the mean (None below 2 values)."""
+    if len(values) < 2:
+        return None
+    from scipy import stats  # the controller's statistics come from scipy, as the report's do
+    mean = sum(values) / len(values)
+    if mean == 0:
+        return None
+    std = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
+    return float(stats.t.ppf(0.975, len(values) - 1)) * std / math.sqrt(len(values)) / abs(mean) * 100.0
 
 
 class ActionModule(ActionBase):
@@ -32,32 +53,76 @@ class ActionModule(ActionBase):
         if self._play_context.check_mode or args.get("runs"):
             result.update(self._execute_module(module_name="fleetopt_bench", module_args=args, task_vars=task_vars))
             return result
-        host = task_vars.get("inventory_hostname", "?") if task_vars else "?"
+        self._host = task_vars.get("inventory_hostname", "?") if task_vars else "?"
+        self._args = args
+        self._task_vars = task_vars
         trials = int(args.get("trials") or 1)
-        runs = [(int(c), t) for c in args.get("concurrency") or [] for t in range(1, trials + 1)]
-        levels, client = [], []
-        died = timed_out = False
+        max_trials = max(int(args.get("max_trials") or 0), trials)
+        target = float(args.get("target_halfwidth_pct") or 0.0)
+        levels, client, precision = [], [], []
+        self._wall = 0.0
+        self._ended = None  # (server_died, timed_out) once a run ended the benchmark
         started = time.time()
-        for index, (concurrency, trial) in enumerate(runs):
-            if died or timed_out:
-                levels.append({"concurrency": concurrency, "trial": trial, "status": "skipped", "metrics": None,
-                               "reason": "the server had exited" if died else "an earlier run timed out"})
-                continue
-            step = self._execute_module(module_name="fleetopt_bench",
-                                        module_args=dict(args, runs=[[concurrency, trial]]), task_vars=task_vars)
-            if step.get("failed") or step.get("unreachable"):
-                step["levels"] = levels + step.get("levels", [])
-                result.update(step)
-                return result
-            level = step["levels"][0]
-            levels.append(level)
-            client = client or step.get("client") or []
-            died, timed_out = step.get("server_died", False), step.get("timed_out", False)
-            display.display("  [%s] %s: c=%d trial %d/%d (run %d/%d): %s (%.1f s elapsed)" % (
-                host, args.get("name"), concurrency, trial, trials, index + 1, len(runs),
-                self._outcome(level), time.time() - started))
-        result.update(changed=True, levels=levels, server_died=died, timed_out=timed_out, client=client)
+        concurrencies = [int(c) for c in args.get("concurrency") or []]
+        for position, concurrency in enumerate(concurrencies):
+            values, trial = [], 0
+            while True:
+                trial += 1
+                width = halfwidth_pct(values) if target > 0 else None
+                if trial > trials and (target <= 0 or trial > max_trials or (width is not None and width <= target)):
+                    break
+                step = self._run(concurrency, trial)
+                if step.get("failed") or step.get("unreachable"):
+                    step["levels"] = levels + step.get("levels", [])
+                    result.update(step)
+                    return result
+                level = step["levels"][0]
+                levels.append(level)
+                client = client or step.get("client") or []
+                if level.get("status") == "ok":
+                    values.append(float(level["metrics"].get(PRECISION_METRIC) or 0.0))
+                display.display("  [%s] %s: c=%d trial %d/%d: %s (%.1f s elapsed)" % (
+                    self._host, args.get("name"), concurrency, trial, trials if trial <= trials else max_trials,
+                    self._outcome(level), time.time() - started))
+                if self._ended:
+                    break
+            width = halfwidth_pct(values)
+            precision.append({
+                "concurrency": concurrency, "trials": trial - (0 if self._ended else 1), "ok_trials": len(values),
+                "halfwidth_pct": width, "target_halfwidth_pct": target or None,
+                "stopped_by": ("ended" if self._ended else "off" if target <= 0
+                               else "target" if width is not None and width <= target else "budget"),
+            })
+            if self._ended:
+                levels.extend(self._skipped(concurrencies[position + 1:], trials))
+                break
+        died, timed_out = self._ended or (False, False)
+        measured = sum((lv.get("metrics") or {}).get("duration_s") or 0.0 for lv in levels if lv.get("status") == "ok")
+        self._release_client()
+        result.update(changed=True, levels=levels, server_died=died, timed_out=timed_out, client=client,
+                      precision=precision, client_wall_s=round(self._wall, 3), measured_s=round(measured, 3))
         return result
+
+    def _run(self, concurrency, trial):
+        began = time.time()
+        step = self._execute_module(module_name="fleetopt_bench", task_vars=self._task_vars,
+                                    module_args=dict(self._args, runs=[[concurrency, trial]], keep_client=True))
+        self._wall += time.time() - began
+        if step.get("server_died") or step.get("timed_out"):
+            self._ended = (bool(step.get("server_died")), bool(step.get("timed_out")))
+        return step
+
+    def _release_client(self):
+        """Tell the kept client that the cell is done (a run that ended the benchmark stopped it already)."""
+        if not self._ended:
+            self._execute_module(module_name="fleetopt_bench", task_vars=self._task_vars,
+                                 module_args=dict(self._args, release_client=True))
+
+    def _skipped(self, concurrencies, trials):
+        died = self._ended[0]
+        return [{"concurrency": c, "trial": t, "status": "skipped", "metrics": None,
+                 "reason": "the server had exited" if died else "an earlier run timed out"}
+                for c in concurrencies for t in range(1, trials + 1)]
 
     @staticmethod
     def _outcome(level):

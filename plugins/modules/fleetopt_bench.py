@@ -121,6 +121,29 @@ options:
     description: Seconds each renewal of the lease grants.
     type: float
     default: 0
+  keep_client:
+    description:
+      - Keep the engine's client process alive after this call's runs, for the next call of the same
+        O(result_dir) and O(name) (the action plugin's runs of one cell). Its imports, about 10 s on a
+        small host, are then paid once per cell. A kept client exits on its own after 120 s without a run.
+    type: bool
+    default: false
+  release_client:
+    description: Only tell the kept client of O(result_dir) and O(name) to exit; nothing is measured.
+    type: bool
+    default: false
+  max_trials:
+    description:
+      - Sequential trials (applied by the action plugin, on the controller) - the most runs a level may
+        get while its interval is wider than O(target_halfwidth_pct). Below O(trials), O(trials) is used.
+    type: int
+    default: 0
+  target_halfwidth_pct:
+    description:
+      - Sequential trials - a level gets runs beyond O(trials), up to O(max_trials), until the 95 % interval
+        of its mean output throughput is within this many percent of the mean. 0 turns it off.
+    type: float
+    default: 0
   extra_args:
     description: Extra client arguments.
     type: list
@@ -154,7 +177,8 @@ levels:
   returned: always
   type: list
   elements: dict
-  sample: [{"concurrency": 4, "trial": 1, "status": "ok", "reason": null, "duration_s": 7.9, "metrics": {"output_throughput": 2210.4, "total_throughput": 4420.8, "mean_ttft_ms": 12.1, "p99_ttft_ms": 30.2, "mean_itl_ms": 1.6}}]
+  sample: [{"concurrency": 4, "trial": 1, "status": "ok", "reason": null, "duration_s": 7.9, "client_started": false,
+            "client_run_s": 7.8, "client_cpu_s": 2.1, "client_cpu_share": 0.27, "client_bound": false, "metrics": {"output_throughput": 2210.4, "total_throughput": 4420.8, "mean_ttft_ms": 12.1, "p99_ttft_ms": 30.2, "mean_itl_ms": 1.6}}]
 server_died:
   description: Whether the server died during the benchmark.
   returned: always
@@ -168,8 +192,25 @@ client:
   returned: always
   type: list
   elements: str
+precision:
+  description:
+    - Per level, from the action plugin - trials made, the interval half-width of the mean output
+      throughput in percent, and what ended the level (C(target), C(budget), C(off), C(ended)).
+  returned: when the action plugin ran the benchmark
+  type: list
+  elements: dict
+client_wall_s:
+  description: Wall time of the benchmark's module calls, client start-up and warm-ups included (action plugin).
+  returned: when the action plugin ran the benchmark
+  type: float
+measured_s:
+  description: The time the client measured (the sum of its runs' durations), to set against O(client_wall_s).
+  returned: when the action plugin ran the benchmark
+  type: float
 """
 
+import inspect
+import json
 import os
 import signal
 import subprocess
@@ -179,10 +220,15 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.fleetopt_engine import BenchmarkFailed, redact_argv
 from ansible.module_utils.fleetopt_engines import get_adapter
-from ansible.module_utils.fleetopt_process import pid_alive, session_pids, signal_session
+from ansible.module_utils import fleetopt_bench_client
+from ansible.module_utils.fleetopt_process import pid_alive, process_identity, same_process, session_pids, signal_session
 from ansible.module_utils.fleetopt_supervisor import write_lease
 
 WATCH_INTERVAL_S = 0.2
+# A kept client that hears of no run for this long exits on its own.
+CLIENT_IDLE_S = 120
+# A client busy for this share of a core during its run may be what limits the measurement.
+CLIENT_BOUND_SHARE = 0.9
 OUTPUT_TAIL_CHARS = 1500
 
 
@@ -210,6 +256,10 @@ def module_args():
         runs=dict(type="list", elements="list"),
         lease_path=dict(type="path"),
         lease_s=dict(type="float", default=0.0),
+        keep_client=dict(type="bool", default=False),
+        release_client=dict(type="bool", default=False),
+        max_trials=dict(type="int", default=0),
+        target_halfwidth_pct=dict(type="float", default=0.0),
         extra_args=dict(type="list", elements="str", default=[]),
         api_key=dict(type="str", no_log=True),
     )
@@ -229,8 +279,100 @@ def tail(path, chars=OUTPUT_TAIL_CHARS):
         return ""
 
 
+def read_json(path):
+    try:
+        with open(path) as handle:
+            return json.load(handle)
+    except (IOError, OSError, ValueError):
+        return None
+
+
+def write_json(path, data):
+    tmp = "%s.%d.tmp" % (path, os.getpid())
+    with open(tmp, "w") as handle:
+        json.dump(data, handle)
+    os.replace(tmp, path)
+
+
+class KeptClient:
+    """The engine's benchmark client, alive across the runs (and module calls) of one cell.
+
+    Its folder holds the program, its identity (PID, start time, boot id) and the run
+    requests; a client that is gone, or was started for another interpreter, is replaced.
+    """
+
+    def __init__(self, p):
+        self.p = p
+        self.folder = os.path.join(p["result_dir"], ".client-%s" % p["name"])
+        self.identity_path = os.path.join(self.folder, "identity.json")
+        self.pid = None
+        self.started_now = False
+
+    def alive(self):
+        identity = read_json(self.identity_path) or {}
+        if identity.get("python") != self.p["python"] or not same_process(identity.get("process") or {}):
+            return False
+        self.pid = identity["process"]["pid"]
+        return True
+
+    def start(self, env):
+        if not os.path.isdir(self.folder):
+            os.makedirs(self.folder)
+        for entry in os.listdir(self.folder):
+            if entry.startswith(("request-", "done-", "stop", "client.json")):
+                os.remove(os.path.join(self.folder, entry))
+        program = os.path.join(self.folder, "fleetopt_bench_client.py")
+        with open(program, "w") as handle:
+            handle.write(inspect.getsource(fleetopt_bench_client))
+        with open(os.path.join(self.folder, "client.log"), "ab") as log:
+            proc = subprocess.Popen([self.p["python"], program, self.folder, str(CLIENT_IDLE_S)],
+                                    stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                    cwd=self.folder, start_new_session=True)
+        self.pid = proc.pid
+        self.started_now = True
+        write_json(self.identity_path, {"python": self.p["python"], "process": process_identity(proc.pid)})
+
+    def ensure(self, env):
+        if not self.alive():
+            self.start(env)
+
+    def submit(self, module, args, output_path):
+        number = len([e for e in os.listdir(self.folder) if e.startswith("done-")]) + 1
+        write_json(os.path.join(self.folder, "request-%d.json" % number),
+                   {"module": module, "args": args, "output": output_path})
+        return os.path.join(self.folder, "done-%d.json" % number)
+
+    def running(self):
+        return self.pid is not None and pid_alive(self.pid)
+
+    def kill(self):
+        if self.pid is not None:
+            signal_session(self.pid, signal.SIGKILL)
+            deadline = time.time() + 10
+            while session_pids(self.pid) and time.time() < deadline:
+                time.sleep(0.05)
+            self.reap()
+            self.pid = None
+
+    def reap(self):
+        try:
+            os.waitpid(self.pid, os.WNOHANG)
+        except OSError:
+            pass
+
+    def release(self):
+        """Let the client exit after its run (it also exits on its own when left idle)."""
+        if self.pid is not None and os.path.isdir(self.folder):
+            with open(os.path.join(self.folder, "stop"), "w"):
+                pass
+            deadline = time.time() + 5
+            while self.running() and time.time() < deadline:
+                self.reap()
+                time.sleep(0.05)
+
+
 class ClientGuard:
-    """Stops the running client when this module is interrupted or orphaned.
+    """Stops the client when this module is interrupted or orphaned.
 
     The client has a session of its own (so it can be stopped with everything it started),
     which also means a terminal's Ctrl-C or a dropped SSH connection never reaches it.
@@ -243,9 +385,8 @@ class ClientGuard:
             signal.signal(signum, self.interrupted)
 
     def stop_client(self):
-        if self.client is not None and self.client.poll() is None:
-            signal_session(self.client.pid, signal.SIGKILL)
-            self.client.wait()
+        if self.client is not None:
+            self.client.kill()
 
     def interrupted(self, signum, _frame):
         self.stop_client()
@@ -261,28 +402,35 @@ def renew(p):
 
 
 def run_client(guard, p, argv, env, output_path):
-    """Run the client while watching the server. Returns (exit_code, server_died, timed_out)."""
-    with open(output_path, "wb") as output:
-        guard.client = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=output,
-                                        stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    """Run one benchmark in the kept client while watching the server.
+
+    Returns (exit_code, server_died, timed_out, answer); exit_code is None when the run did
+    not finish, and answer holds the client's own timing and CPU use.
+    """
     client = guard.client
+    client.ensure(env)
+    done_path = client.submit(argv[2], argv[3:], output_path)
     deadline = time.time() + p["level_timeout"]
     renewed = time.time()
-    while client.poll() is None:
+    while not os.path.exists(done_path):
         if guard.orphaned():
             guard.stop_client()
             sys.exit(1)
         if not server_running(p["server_pid"]):
             guard.stop_client()
-            return None, True, False
+            return None, True, False, None
         if time.time() > deadline:
             guard.stop_client()
-            return None, False, True
+            return None, False, True, None
+        if not client.running():
+            client.reap()
+            return None, not server_running(p["server_pid"]), False, None
         if time.time() - renewed >= 5.0:
             renew(p)
             renewed = time.time()
         time.sleep(WATCH_INTERVAL_S)
-    return client.returncode, not server_running(p["server_pid"]), False
+    answer = read_json(done_path) or {}
+    return answer.get("exit_code"), not server_running(p["server_pid"]), False, answer
 
 
 def measure_level(module, guard, adapter, concurrency, trial, env):
@@ -300,16 +448,25 @@ def measure_level(module, guard, adapter, concurrency, trial, env):
         warmups=warmups,
     )
     started = time.time()
-    code, died, timed_out = run_client(guard, p, argv, env, output_path)
+    code, died, timed_out, answer = run_client(guard, p, argv, env, output_path)
     level = {
         "concurrency": concurrency, "trial": trial, "num_prompts": num_prompts, "warmups": warmups,
         "duration_s": round(time.time() - started, 3), "result_file": result_path,
         "status": "failed", "reason": None, "metrics": None,
+        "client_started": guard.client.started_now,
     }
+    guard.client.started_now = False
+    if answer:
+        wall = max(answer["ended_at"] - answer["started_at"], 1e-6)
+        level.update(client_run_s=round(wall, 3), client_cpu_s=round(answer["cpu_s"], 3),
+                     client_cpu_share=round(answer["cpu_s"] / wall, 3),
+                     client_bound=answer["cpu_s"] / wall >= CLIENT_BOUND_SHARE)
     if died:
         level["reason"] = "the server exited during the benchmark"
     elif timed_out:
         level["reason"] = "the benchmark did not finish within %.0f s" % p["level_timeout"]
+    elif code is None:
+        level["reason"] = "the benchmark client exited without finishing the run: %s" % tail(output_path)[-400:].strip()
     elif code != 0:
         level["reason"] = "the benchmark client exited with code %s: %s" % (code, tail(output_path)[-400:].strip())
     else:
@@ -341,7 +498,14 @@ def main():
     env.update(adapter.bench_env())
     if p["api_key"]:
         env["OPENAI_API_KEY"] = p["api_key"]
+    if p["release_client"]:
+        client = KeptClient(p)
+        alive = client.alive()
+        if alive:
+            client.release()
+        module.exit_json(changed=alive, levels=[], server_died=False, timed_out=False, client=[])
     guard = ClientGuard()
+    guard.client = KeptClient(p)
     renew(p)
     levels = []
     died = timed_out = False
@@ -354,6 +518,8 @@ def main():
         level, died, timed_out, argv = measure_level(module, guard, adapter, concurrency, trial, env)
         client = client or redact_argv(argv, [p["api_key"]] if p["api_key"] else [])
         levels.append(level)
+    if not p["keep_client"]:
+        guard.client.release()
     renew(p)
     module.exit_json(changed=True, levels=levels, server_died=died, timed_out=timed_out, client=client)
 

@@ -725,7 +725,7 @@ class Lifecycle:
         self.module.exit_json(changed=changed, server=public_view(state))
 
     # -- stopped -------------------------------------------------------------------
-    def report_dead(self, state):
+    def report_dead(self, state, stop=None):
         """The recorded server died on its own (e.g. mid-benchmark) or its lease stopped it: say why."""
         self.absorb_supervisor_status(state)
         failure = None
@@ -756,7 +756,8 @@ class Lifecycle:
             self.slot.clear()
         state["status"] = "crashed"
         state["failure"] = scrub_failure(failure, self.secrets)
-        self.module.exit_json(changed=not self.module.check_mode, server=public_view(state), died=True)
+        self.module.exit_json(changed=not self.module.check_mode, server=public_view(state, extra={"stop": stop} if stop else None),
+                              died=True)
 
     def ensure_stopped(self):
         state = self.slot.load()
@@ -771,9 +772,13 @@ class Lifecycle:
             self.module.exit_json(changed=False, server={"status": "stopped", "port": self.p["port"]})
         if self.module.check_mode:
             self.module.exit_json(changed=True, server=public_view(state), msg="would stop pid %d" % state["pid"])
+        exited = self.absorb_supervisor_status(state).get("exit_code") is not None and not state.get("stopped_by")
         report = self.stop_existing(state)
         if not report["complete"]:
             self.unhealthy(state, report)
+        if exited:
+            # The server itself had died (its engine processes lingered on): a crash, not a stop.
+            self.report_dead(state, stop=report)
         state["status"] = "stopped"
         self.module.exit_json(changed=True, server=public_view(state, extra={"stop": report}))
 

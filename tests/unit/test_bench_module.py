@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from helpers import FIXTURES, ROOT
+from helpers import FIXTURES, ROOT, pid_gone
 from module_runner import BOOTSTRAP, run_module
 
 RESULT = str(FIXTURES / "vllm" / "bench-serve-0.32.0-c4.json")
@@ -90,7 +90,7 @@ def client_pids(tmp_path):
             state = open("/proc/%s/stat" % name).read().rsplit(")", 1)[1].split()[0]
         except OSError:
             continue
-        if "scripted_process.py" in argv and str(tmp_path / "bench") in argv and state not in ("Z", "X"):
+        if "fleetopt_bench_client.py" in argv and str(tmp_path / "bench") in argv and state not in ("Z", "X"):
             found.append(int(name))
     return found
 
@@ -149,3 +149,51 @@ def test_the_client_is_called_the_way_the_installed_release_expects(scripted_pyt
                                             concurrency=[1], result_dir=str(tmp_path / "b"), name="v"))
     assert old["client"][1:3] == ["-m", "sglang.bench_serving"]
     assert new["client"][1:3] == ["-m", "sglang.benchmark.serving"]
+
+
+def client_identity(tmp_path, name="v"):
+    return json.loads((tmp_path / "bench" / (".client-" + name) / "identity.json").read_text())["process"]["pid"]
+
+
+def test_one_client_process_serves_every_run_of_a_cell(scripted_python, tmp_path):
+    python = scripted_python({"lines": [], "client_result": RESULT, "exit_code": 0})
+    first = bench(python, tmp_path, runs=[[1, 1]], keep_client=True)
+    pid = client_identity(tmp_path)
+    second = bench(python, tmp_path, runs=[[1, 2]], keep_client=True)
+    assert client_identity(tmp_path) == pid, "the second run started a new client"
+    assert [first["levels"][0]["client_started"], second["levels"][0]["client_started"]] == [True, False]
+    assert first["levels"][0]["status"] == second["levels"][0]["status"] == "ok"
+    last = bench(python, tmp_path, runs=[[4, 1]])
+    assert last["levels"][0]["client_started"] is False and last["levels"][0]["status"] == "ok"
+    assert pid_gone(pid), "the client outlived the cell's last run"
+
+
+def test_a_client_that_dies_mid_run_fails_that_run_and_is_replaced(scripted_python, tmp_path):
+    python = scripted_python({"lines": [[0.2, "Fatal Python error: Segmentation fault"]], "exit_code": None})
+    started = time.time()
+    killer = subprocess.Popen([sys.executable, "-c", "import sys,time,os,signal,json\n"
+                               "p=sys.argv[1]\n"
+                               "while not os.path.exists(p): time.sleep(0.05)\n"
+                               "time.sleep(0.5)\n"
+                               "os.kill(json.load(open(p))['process']['pid'], signal.SIGKILL)",
+                               str(tmp_path / "bench" / ".client-v" / "identity.json")])
+    crashed = bench(python, tmp_path, runs=[[1, 1]], keep_client=True, level_timeout=30)
+    killer.wait()
+    level = crashed["levels"][0]
+    assert time.time() - started < 15, "a dead client is noticed, not waited out"
+    assert level["status"] == "failed" and "exited without finishing the run" in level["reason"]
+    assert "Segmentation fault" in level["reason"]
+    again = bench(scripted_python({"lines": [], "client_result": RESULT, "exit_code": 0}, name="python2"),
+                  tmp_path, runs=[[1, 2]])
+    assert again["levels"][0]["client_started"] is True and again["levels"][0]["status"] == "ok"
+
+
+def test_the_clients_cpu_use_is_recorded_and_a_busy_client_flagged(scripted_python, tmp_path):
+    idle = bench(scripted_python({"lines": [[1.0, "waiting"]], "client_result": RESULT, "exit_code": 0}),
+                 tmp_path, runs=[[1, 1]], name="idle")["levels"][0]
+    busy = bench(scripted_python({"lines": [], "busy_s": 1.0, "client_result": RESULT, "exit_code": 0}, name="p2"),
+                 tmp_path, runs=[[1, 1]], name="busy")["levels"][0]
+    assert idle["client_bound"] is False and idle["client_cpu_share"] < 0.5, idle
+    assert busy["client_cpu_s"] >= 0.95 and busy["client_cpu_share"] > idle["client_cpu_share"] + 0.3, busy
+    # Flagged when its share of one core reaches the module's threshold (a loaded host may give it less).
+    assert busy["client_bound"] is (busy["client_cpu_share"] >= 0.9)

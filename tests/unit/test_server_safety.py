@@ -209,3 +209,22 @@ def test_a_stale_state_file_never_signals_an_unrelated_process(server_args, tmp_
     finally:
         stranger.kill()
         stranger.wait()
+
+
+def test_a_server_that_died_while_its_children_live_on_is_reported_dead_and_cleaned_up(scripted_python, server_args, port):
+    # As vLLM's API server killed mid-benchmark: its engine process outlives it for a while.
+    python = scripted_python({"lines": READY + [[2.0, "bye"]], "serve_health_on": port, "spawn_child": True,
+                              "exit_code": 1})
+    started = run_module("fleetopt_server", server_args(python))
+    assert started["server"]["status"] == "ready"
+    sid = started["server"]["sid"] if "sid" in started["server"] else None
+    deadline = time.time() + 15
+    while not pid_gone(started["server"]["pid"]) and time.time() < deadline:
+        time.sleep(0.1)
+    after = run_module("fleetopt_server", server_args(python, state="stopped"))
+    assert after.get("died") is True, after
+    assert after["server"]["status"] == "crashed"
+    assert after["server"]["exit_code"] == 1
+    assert after["server"]["stop"]["complete"] is True, "what the dead server left must be stopped"
+    if sid:
+        assert not session_alive(sid)

@@ -1,0 +1,114 @@
+# -*- coding: utf-8 -*-
+# Copyright: fleetopt contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The engine's own benchmark client, kept alive between runs (stdlib only).
+
+Importing a benchmark client (`vllm bench serve`, `sglang.bench_serving`) costs about 10 s
+on a small host, far more than many runs measure. `fleetopt_bench` starts this file once per
+cell, with the engine's Python and in a session of its own, and hands it one run at a time.
+Each run executes the client's own module as `__main__` (runpy), with the run's arguments,
+exactly as `python -m <module> <args>` would; its imports are paid once, the code that
+measures is the engine's, unchanged, and its result files keep their formats.
+
+Requests and answers are files in this client's folder, each written whole (rename):
+
+- `request-<n>.json` (from the module): {"module", "args", "output"};
+- `done-<n>.json` (from here): {"exit_code", "started_at", "ended_at", "cpu_s"};
+- `client.json` (from here): {"pid", "started_at", "runs"}.
+
+It exits when the file `stop` appears or when no request came for `idle_s` seconds, so a
+controller that went away leaves nothing behind for long; `fleetopt_bench` kills its
+session outright on a time-out, a dead server, an interrupt or a lost parent.
+"""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+import resource
+import runpy
+import sys
+import time
+import traceback
+
+POLL_S = 0.05
+
+
+def write_json(path, data):
+    tmp = "%s.%d.tmp" % (path, os.getpid())
+    with open(tmp, "w") as handle:
+        json.dump(data, handle)
+    os.replace(tmp, path)
+
+
+def cpu_seconds():
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def exit_code(exc):
+    if exc.code is None:
+        return 0
+    return exc.code if isinstance(exc.code, int) else 1
+
+
+def run_once(request):
+    """Run the client module as `python -m` would, its output going to the run's file."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    out = os.open(request["output"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(out, 1)
+    os.dup2(out, 2)
+    os.close(out)
+    sys.argv = [request["module"]] + list(request["args"])
+    started, cpu = time.time(), cpu_seconds()
+    code = 0
+    try:
+        runpy.run_module(request["module"], run_name="__main__", alter_sys=True)
+    except SystemExit as exc:
+        code = exit_code(exc)
+    except Exception:  # the client's own failure is its run's result, not this program's end
+        traceback.print_exc()
+        code = 1
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        os.close(saved[0])
+        os.close(saved[1])
+    return {"exit_code": code, "started_at": started, "ended_at": time.time(), "cpu_s": cpu_seconds() - cpu}
+
+
+def next_request(folder, number):
+    path = os.path.join(folder, "request-%d.json" % number)
+    try:
+        with open(path) as handle:
+            return json.load(handle)
+    except (IOError, OSError, ValueError):
+        return None
+
+
+def serve(folder, idle_s):
+    status = {"pid": os.getpid(), "started_at": time.time(), "runs": 0}
+    write_json(os.path.join(folder, "client.json"), status)
+    number, idle_since = 1, time.time()
+    while not os.path.exists(os.path.join(folder, "stop")):
+        request = next_request(folder, number)
+        if request is None:
+            if time.time() - idle_since > idle_s:
+                return
+            time.sleep(POLL_S)
+            continue
+        write_json(os.path.join(folder, "done-%d.json" % number), run_once(request))
+        status["runs"] = number
+        write_json(os.path.join(folder, "client.json"), status)
+        number += 1
+        idle_since = time.time()
+
+
+if __name__ == "__main__":
+    serve(sys.argv[1], float(sys.argv[2]))
