@@ -29,7 +29,9 @@ def build_parser():
     what.add_argument("--only", help="run these optimization ids (comma-separated)")
     run.add_argument("--inventory", "-i", default=str(ROOT / "inventory" / "local"), help="inventory (default: local)")
     run.add_argument("--campaign-id", help="campaign id; an existing one is resumed (default: the time)")
-    run.add_argument("--aa", action="store_true", help="measure the baseline twice to show the noise floor")
+    run.add_argument("--aa", action=argparse.BooleanOptionalAction, default=None,
+                     help="measure the baseline twice (A/A), the host's noise floor; on unless the inventory "
+                          "says otherwise (--no-aa turns it off)")
     run.add_argument("--fresh", action="store_true", help="measure every cell again when resuming")
     run.add_argument("--extra-vars", "-e", action="append", help="KEY=VALUE or JSON, passed to the playbook")
     run.add_argument("--results", help="results directory (default: results/ in the project)")

@@ -93,8 +93,8 @@ def campaign_vars(args):
         extra["tier"] = args.tier
     if args.only:
         extra["only"] = args.only
-    if args.aa:
-        extra["aa"] = True
+    if args.aa is not None:
+        extra["aa"] = args.aa
     if args.fresh:
         extra["fresh"] = True
     if args.results:

@@ -66,8 +66,15 @@ def run_fleetopt(*args, env=None, timeout=1800):
     return proc.returncode, proc.stdout.decode("utf-8", "replace")
 
 
-def isolated(base, port, campaign_id, trials=1, concurrency=(1,)):
+# A test that is not about the measurement design runs each variant once, without A/A and
+# without sequential trials: the design's extra start-ups and runs would only cost CI time.
+SINGLE_LAUNCH = {"aa": False, "campaign_launches": 1, "campaign_bench_max_trials": 0,
+                 "campaign_bench_target_halfwidth_pct": 0}
+
+
+def isolated(base, port, campaign_id, trials=1, concurrency=(1,), design=None):
     """Arguments that keep a test campaign's results, artifacts and state in its own folder."""
+    settings = dict(design or SINGLE_LAUNCH, campaign_bench_concurrency=list(concurrency), campaign_bench_trials=trials)
     return ["--campaign-id", campaign_id, "--results", str(base / "results"), "--artifacts", str(base / "artifacts"),
             "-e", "campaign_state_dir=%s" % (base / "state"), "-e", "campaign_port=%d" % port,
-            "-e", json.dumps({"campaign_bench_concurrency": list(concurrency), "campaign_bench_trials": trials})]
+            "-e", json.dumps(settings)]

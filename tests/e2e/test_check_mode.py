@@ -5,6 +5,7 @@ from e2e.conftest import run_playbook
 
 def test_check_mode_says_what_it_would_do_and_starts_nothing(tmp_path, local_engine):
     rc, output = run_playbook("optimize.yml", "--check", "-e", "only=float32_compute", "-e", "campaign_id=chk",
+                              "-e", "campaign_launches=1",
                               "-e", "campaign_results_dir=%s" % (tmp_path / "results"),
                               "-e", "campaign_state_dir=%s" % (tmp_path / "state"))
     assert rc == 0, output[-3000:]

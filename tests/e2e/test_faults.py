@@ -9,7 +9,7 @@ import time
 import pytest
 import yaml
 
-from e2e.conftest import isolated, run_fleetopt
+from e2e.conftest import SINGLE_LAUNCH, isolated, run_fleetopt
 from helpers import ROOT, free_port, pid_gone, processes_listening_as
 from module_runner import run_module
 
@@ -122,7 +122,7 @@ def test_one_unreachable_host_does_not_stop_the_others(tmp_path, local_engine):
                               "--campaign-id", "e2e-dark", "--results", str(tmp_path / "results"),
                               "--artifacts", str(tmp_path / "artifacts"),
                               "-e", "campaign_state_dir=%s" % (tmp_path / "state"),
-                              "-e", json.dumps({"campaign_bench_concurrency": [1], "campaign_bench_trials": 1}))
+                              "-e", json.dumps(dict(SINGLE_LAUNCH, campaign_bench_concurrency=[1], campaign_bench_trials=1)))
     assert rc == 1, output[-3000:]
     assert "unreachable host(s): gone" in output
     summary = json.loads((tmp_path / "results" / "e2e-dark" / "summary.json").read_text())

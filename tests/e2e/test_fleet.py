@@ -1,7 +1,7 @@
 """Two fleet hosts share one campaign: the variants are spread, each host measures its own baseline."""
 import json
 
-from e2e.conftest import run_fleetopt
+from e2e.conftest import SINGLE_LAUNCH, run_fleetopt
 from helpers import ROOT
 
 
@@ -10,7 +10,7 @@ def test_two_hosts_split_the_tier_and_merge_into_one_matrix(tmp_path, local_engi
                               "--campaign-id", "e2e-fleet", "--results", str(tmp_path / "results"),
                               "--artifacts", str(tmp_path / "artifacts"),
                               "-e", "campaign_state_dir=%s" % (tmp_path / "state"),
-                              "-e", json.dumps({"campaign_bench_concurrency": [1], "campaign_bench_trials": 1}))
+                              "-e", json.dumps(dict(SINGLE_LAUNCH, campaign_bench_concurrency=[1], campaign_bench_trials=1)))
     assert rc == 0, output[-3000:]
     summary = json.loads((tmp_path / "results" / "e2e-fleet" / "summary.json").read_text())
     by_host = {}
