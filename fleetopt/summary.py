@@ -155,7 +155,7 @@ def variant_summaries(cells, rows):
             "root_cause": failure.get("root_cause"), "remedy": failure.get("remedy"), "reason": cell.get("reason"),
             "startup_s": (cell.get("startup") or {}).get("startup_s"),
             "launches": len({lv.get("launch", 1) for lv in cell.get("levels") or [] if lv.get("status") == "ok"}),
-            "launch_statuses": cell.get("launch_statuses") or [],
+            "launches_planned": cell.get("launches") or 1, "launch_statuses": cell.get("launch_statuses") or [],
             "levels": [
                 {"concurrency": r["concurrency"], "verdict": by_level[r["concurrency"]]["verdict"]
                  if r["variant"] != BASELINE else r.get("verdict"),

@@ -33,7 +33,9 @@ def overall_verdict(levels):
     if regressed:
         parts.append("regressed at %s" % _names(regressed))
     if failed:
-        parts.append("failed at %s (no trial succeeded where the baseline measured)" % _names(failed))
+        causes = sorted({lv.get("reason") for lv in failed if lv.get("reason")})
+        parts.append("failed at %s (no trial succeeded where the baseline measured%s)" % (
+            _names(failed), ": " + "; ".join(causes) if causes else ""))
     if neutral:
         parts.append("neutral at %s" % _names(neutral))
     if unclear:

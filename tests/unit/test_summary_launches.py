@@ -69,6 +69,7 @@ def test_a_crashed_launch_makes_the_variant_crashed(tmp_path):
     summary = build_summary(tmp_path / "c", cells)
     v = next(s for s in summary["variants"] if s["variant"] == "v")
     assert v["verdict"] == "crashed" and [s["status"] for s in v["launch_statuses"]] == ["ok", "crashed"]
+    assert v["launches_planned"] == 2 and v["launches"] == 1
 
 
 def test_old_campaigns_have_no_design(tmp_path):

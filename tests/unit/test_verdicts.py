@@ -26,7 +26,7 @@ def test_overall_verdict(given, expected):
 
 def test_a_failed_level_is_named_and_never_dropped():
     verdict, reason = verdicts.overall_verdict(levels((1, "neutral"), (4, "neutral"), (8, "failed")))
-    assert verdict == "regressed" and "failed at c=8" in reason
+    assert verdict == "regressed" and "failed at c=8" in reason and "why 8" in reason
 
 
 def test_improved_names_its_inconclusive_levels():
