@@ -18,6 +18,8 @@ import math
 import numpy as np
 from scipy import stats
 
+from fleetopt.formatting import fmt_confidence
+
 # Direction of "better" for each metric the verdicts can be based on.
 HIGHER_IS_BETTER = {
     "output_throughput": True, "total_throughput": True, "request_throughput": True,
@@ -75,7 +77,7 @@ def _spread(result, n_variant, n_baseline):
 def _judge(result, higher_is_better, min_effect_pct, n_variant, n_baseline):
     """(verdict, reason) from the interval already in `result`."""
     change, low, high = result["change_pct"], result["ci_low_pct"], result["ci_high_pct"]
-    shown = "%+.1f %% [%+.1f, %+.1f] at %.1f %% confidence" % (change, low, high, result["confidence"] * 100)
+    shown = "%+.1f %% [%+.1f, %+.1f] at %s %% confidence" % (change, low, high, fmt_confidence(result["confidence"]))
     excludes_zero = low > 0 or high < 0
     if excludes_zero and abs(change) >= min_effect_pct:
         better = change > 0 if higher_is_better else change < 0

@@ -109,6 +109,7 @@ def test_bonferroni_widens_each_interval_with_the_number_of_levels():
     one = stats.compare(variant, baseline, family_size=1)
     three = stats.compare(variant, baseline, family_size=3)
     assert three["confidence"] == pytest.approx(1 - 0.05 / 3) and one["confidence"] == 0.95
+    assert "at 98.33 % confidence" in three["reason"] and "at 95 % confidence" in one["reason"]
     assert three["ci_low_pct"] < one["ci_low_pct"] and three["ci_high_pct"] > one["ci_high_pct"]
     low, high = scipy_interval_pct(variant, baseline, 1 - 0.05 / 3)
     assert three["ci_low_pct"] == pytest.approx(low) and three["ci_high_pct"] == pytest.approx(high)
