@@ -40,6 +40,9 @@ def build_parser():
     run.add_argument("--gate-reference", help="summary.json (or campaign folder) of a reference campaign")
     run.add_argument("--gate-threshold", type=float, default=5.0,
                      help="regression in percent that fails the gate (default: 5)")
+    run.add_argument("--fail-on-inconclusive", action="store_true",
+                     help="exit 5 when a gate comparison is inconclusive (too few trials or too much noise to "
+                          "show a regression or rule one out); by default these are printed and the gate passes")
     run.add_argument("--gate-host-map", action="append", metavar="OLD=NEW",
                      help="compare the reference's host OLD with this campaign's host NEW (hosts are matched "
                           "by inventory name; repeat or comma-separate for several)")

@@ -28,3 +28,8 @@ def fmt_mean_ci(row, metric, digits=1):
     if described.get("ci_high") is None:
         return fmt(mean, digits)
     return "%s ± %s" % (fmt(mean, digits), fmt(described["ci_high"] - mean, digits))
+
+
+def fmt_confidence(level):
+    """'95' or '98.33' (percent) for a confidence level such as 0.95 or 1 - 0.05/3."""
+    return ("%.2f" % (level * 100)).rstrip("0").rstrip(".")

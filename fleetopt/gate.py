@@ -10,6 +10,11 @@ missing, a concurrency level that is missing or failed, a reference host that is
 campaign, or a reference with no `ok` row at all is named, so that a gate which compared
 nothing never passes. Hosts are matched by their inventory name (the `host` of each row);
 `host_map` maps a reference host to its name in this campaign when a machine was renamed.
+
+A compared row whose interval can neither show a regression nor equivalence within the
+threshold is `inconclusive`: it is reported, and fails the gate only when asked
+(`fail_on_inconclusive`, `fleetopt run --fail-on-inconclusive`). The intervals of a variant's
+levels on a host are simultaneous over those levels (Bonferroni), as in the summary.
 """
 import json
 import pathlib
@@ -44,17 +49,18 @@ def parse_host_map(pairs):
     return mapping
 
 
-def _compare(row, ref, threshold_pct, metric):
+def _compare(row, ref, threshold_pct, metric, family_size=1):
     now_samples = (row.get("samples") or {}).get(metric) or [(row.get("metrics") or {}).get(metric)]
     ref_samples = (ref.get("samples") or {}).get(metric) or [(ref.get("metrics") or {}).get(metric)]
-    return stats.compare(now_samples, ref_samples, stats.HIGHER_IS_BETTER[metric], min_effect_pct=threshold_pct)
+    return stats.compare(now_samples, ref_samples, stats.HIGHER_IS_BETTER[metric], min_effect_pct=threshold_pct,
+                         family_size=family_size)
 
 
 def evaluate(current, reference, threshold_pct, metric="output_throughput", host_map=None):
     """Compare every `ok` row of `reference` with the same row of `current`.
 
-    Returns {"regressions": [...], "uncompared": [...], "compared": N, "reference_rows": M,
-    "missing_hosts": [...], "current_hosts": [...]}. An uncompared entry names the reference
+    Returns {"regressions": [...], "inconclusive": [...], "uncompared": [...], "compared": N,
+    "reference_rows": M, "missing_hosts": [...], "current_hosts": [...]}. An uncompared entry names the reference
     row(s) it covers (host as in this campaign, variant, concurrency or None for a whole cell),
     the reason kind (`not_ok`, `missing_cell`, `missing_row`, `not_comparable`) and the status
     and reason of the current row when there is one.
@@ -69,7 +75,12 @@ def evaluate(current, reference, threshold_pct, metric="output_throughput", host
     current_hosts = sorted({row["host"] for row in current["cells"]})
 
     wanted = [r for r in reference["cells"] if r["status"] == "ok"]
-    result = {"regressions": [], "uncompared": [], "compared": 0, "reference_rows": len(wanted),
+    family = {}
+    for ref in wanted:
+        key = (host_map.get(ref["host"], ref["host"]), ref["variant"])
+        if (rows.get(key + (ref["concurrency"],)) or {}).get("status") == "ok":
+            family[key] = family.get(key, 0) + 1
+    result = {"regressions": [], "inconclusive": [], "uncompared": [], "compared": 0, "reference_rows": len(wanted),
               "missing_hosts": [], "current_hosts": current_hosts, "host_map": dict(host_map)}
     missing_hosts = set()
     whole_cells = {}  # (host, variant) -> the one entry that covers a cell not measured now
@@ -101,7 +112,7 @@ def evaluate(current, reference, threshold_pct, metric="output_throughput", host
                                          "concurrency": ref["concurrency"], "status": row["status"],
                                          "reason": row.get("reason"), "rows": 1})
             continue
-        comparison = _compare(row, ref, threshold_pct, metric)
+        comparison = _compare(row, ref, threshold_pct, metric, family.get((host, ref["variant"]), 1))
         if comparison is None:
             result["uncompared"].append({"kind": "not_comparable", "host": host, "variant": ref["variant"],
                                          "concurrency": ref["concurrency"], "metric": metric, "rows": 1})
@@ -109,11 +120,13 @@ def evaluate(current, reference, threshold_pct, metric="output_throughput", host
         result["compared"] += 1
         worse = -comparison["change_pct"] if higher_is_better else comparison["change_pct"]
         failed = comparison["verdict"] == "regressed" if comparison["tested"] else worse > threshold_pct
+        found = {"host": host, "variant": ref["variant"], "concurrency": ref["concurrency"], "metric": metric,
+                 "change_pct": comparison["change_pct"], "ci_low_pct": comparison["ci_low_pct"],
+                 "ci_high_pct": comparison["ci_high_pct"]}
         if failed:
-            result["regressions"].append({"host": host, "variant": ref["variant"], "concurrency": ref["concurrency"],
-                                          "metric": metric, "change_pct": comparison["change_pct"],
-                                          "ci_low_pct": comparison["ci_low_pct"],
-                                          "ci_high_pct": comparison["ci_high_pct"]})
+            result["regressions"].append(found)
+        elif comparison["verdict"] == "inconclusive":
+            result["inconclusive"].append(dict(found, reason=comparison["reason"]))
     for ref_host, host in sorted(missing_hosts):
         count = sum(1 for r in wanted if host_map.get(r["host"], r["host"]) == host)
         result["missing_hosts"].append({"reference_host": ref_host, "host": host, "rows": count})
@@ -125,14 +138,17 @@ def regressions(current, reference, threshold_pct, metric="output_throughput", h
     return evaluate(current, reference, threshold_pct, metric, host_map)["regressions"]
 
 
-def verdict(result):
+def verdict(result, fail_on_inconclusive=False):
     """"regression" when a compared row regressed, else "incomplete" when anything the reference
-    holds was not compared (or it holds nothing to compare), else "pass"."""
+    holds was not compared (or it holds nothing to compare), else "inconclusive" when a compared
+    row was inconclusive and `fail_on_inconclusive`, else "pass"."""
     if result["regressions"]:
         return "regression"
     if result["uncompared"] or result["missing_hosts"] or result["compared"] < result["reference_rows"] \
             or result["reference_rows"] == 0:
         return "incomplete"
+    if fail_on_inconclusive and result.get("inconclusive"):
+        return "inconclusive"
     return "pass"
 
 
@@ -148,6 +164,8 @@ def describe(result, threshold_pct, reference_name):
     lines = []
     for row in result["regressions"]:
         lines.append("%(variant)s on %(host)s at concurrency %(concurrency)s: %(metric)s %(change_pct)+.1f %%" % row)
+    for row in result.get("inconclusive") or []:
+        lines.append("%s: %s inconclusive against the reference: %s" % (_where(row), row["metric"], row["reason"]))
     for entry in result["missing_hosts"]:
         others = [h for h in result["current_hosts"] if h not in result["host_map"].values()]
         hint = (" (this campaign has %s; if it is the same machine, give --gate-host-map %s=%s)"

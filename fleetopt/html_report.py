@@ -13,9 +13,11 @@ from markupsafe import Markup
 from fleetopt import plots
 from fleetopt.formatting import fmt, fmt_change, fmt_mean_ci, fmt_pct
 from fleetopt.files import write_atomically
+from fleetopt.launches import describe_design, launch_details, launch_number, launch_total
 
 TEMPLATES = pathlib.Path(__file__).resolve().parent / "templates"
-VERDICTS = ("improved", "neutral", "regressed", "mixed", "blocked", "crashed", "timeout", "not_applicable")
+VERDICTS = ("improved", "neutral", "regressed", "mixed", "inconclusive", "blocked", "crashed", "timeout",
+            "not_applicable")
 PLOTS = (
     ("throughput", "Output throughput against concurrency",
      "Mean output tokens/s of the trials at each concurrency, per variant; bars are the 95 % confidence "
@@ -75,7 +77,9 @@ def verdict_rows(summary):
         rows = [r for r in by_variant.get((variant["host"], variant["variant"]), []) if r["concurrency"] is not None]
         table.append(dict(variant, levels=[
             {"concurrency": r["concurrency"], "verdict": r.get("verdict") if r["status"] == "ok" else r["status"],
-             "change": fmt_change((r.get("vs_baseline") or {}).get(metric)), "reason": r.get("reason")}
+             "change": fmt_change((r.get("vs_baseline") or {}).get(metric)),
+             "reason": r.get("verdict_reason") or r.get("reason"), "verdict_before_aa": r.get("verdict_before_aa"),
+             "trials": r["trials"], "launches": r.get("launches")}
             for r in rows
         ]))
     return table
@@ -93,10 +97,11 @@ def verdict_counts(summary):
 def provenance_rows(cells):
     rows = []
     for cell in cells:
-        launch = cell.get("launch") or {}
+        launch = launch_details(cell)
         provenance = cell.get("provenance") or {}
         rows.append({
             "variant": cell["variant"], "title": cell.get("title"), "host": cell.get("host"),
+            "launch": launch_number(cell), "launches": launch_total(cell),
             "status": cell.get("status"), "command": shell_command(launch.get("argv")),
             "env": launch.get("env") or {}, "catalog_flags": launch.get("catalog_flags") or {},
             "config_hash": launch.get("config_hash"), "engine_version": provenance.get("engine_version"),
@@ -135,6 +140,7 @@ def render_html(summary, cells):
     return environment().get_template("report.html.j2").render(
         summary=summary, facts=campaign_facts(summary, cells), hosts=host_hardware(cells),
         verdicts=verdict_rows(summary), counts=verdict_counts(summary), figures=figures,
+        design=describe_design((summary.get("settings") or {}).get("design")),
         provenance=provenance_rows(cells), verdict_names=VERDICTS,
     )
 

@@ -26,6 +26,8 @@ import uuid
 
 import yaml
 from fleetopt.files import write_atomically
+from fleetopt.formatting import fmt_confidence
+from fleetopt.launches import launch_details
 
 VERSION = "0.2"
 FOLDER = "llm-d"
@@ -95,14 +97,14 @@ def parallelism(flags):
 
 
 def launch_flags(cell):
-    launch = cell.get("launch") or {}
+    launch = launch_details(cell)
     if launch.get("flags"):
         return dict(launch["flags"])
     return {"--" + k: (True if v is None else v) for k, v in argv_to_args(launch.get("argv")).items()}
 
 
 def engine_component(summary, cell):
-    launch = cell.get("launch") or {}
+    launch = launch_details(cell)
     provenance = cell.get("provenance") or {}
     host = provenance.get("host") or {}
     model = provenance.get("model") or {}
@@ -213,7 +215,8 @@ def describe_row(summary, row):
     if comparison.get("change_pct") is not None:
         text += "; %s %+.1f %% vs baseline" % (metric, comparison["change_pct"])
         if comparison.get("ci_low_pct") is not None:
-            text += " [%+.1f, %+.1f] (95 %% CI)" % (comparison["ci_low_pct"], comparison["ci_high_pct"])
+            text += " [%+.1f, %+.1f] (%s %% CI)" % (comparison["ci_low_pct"], comparison["ci_high_pct"],
+                                                   fmt_confidence(comparison.get("confidence", 0.95)))
     if row.get("verdict"):
         text += ", %s" % row["verdict"]
     return text
@@ -222,7 +225,7 @@ def describe_row(summary, row):
 def report_uid(summary, row, cell):
     """The same for the same measurement, so writing the reports again does not make new runs."""
     identity = {"campaign": summary["campaign"], "host": row["host"], "variant": row["variant"],
-                "concurrency": row["concurrency"], "config": (cell.get("launch") or {}).get("config_hash"),
+                "concurrency": row["concurrency"], "config": launch_details(cell).get("config_hash"),
                 "samples": row.get("samples")}
     return str(uuid.uuid5(uuid.NAMESPACE_URL, "fleetopt:" + config_hash(identity)))
 

@@ -17,6 +17,7 @@ from fleetopt.files import write_atomically
 from fleetopt.formatting import fmt, fmt_change, fmt_mean_ci
 from fleetopt.hosts import fill_missing_cells, troubled_hosts
 from fleetopt.html_report import write_html_report
+from fleetopt.launches import describe_design
 from fleetopt.llmd_export import write_llmd_reports
 from fleetopt.summary import build_summary, load_cells
 
@@ -28,13 +29,14 @@ def matrix_table(rows):
     for r in rows:
         delta = r.get("vs_baseline") or {}
         table.append([
-            r["variant"], r["host"], r["concurrency"] if r["concurrency"] is not None else "", r["trials"],
+            r["variant"], r["host"], r["concurrency"] if r["concurrency"] is not None else "",
+            "%s (%s launches)" % (r["trials"], r["launches"]) if (r.get("launches") or 0) > 1 else r["trials"],
             r["verdict"] or r["status"], fmt_mean_ci(r, "output_throughput"), fmt_mean_ci(r, "total_throughput"),
             fmt_mean_ci(r, "mean_ttft_ms", 2), fmt_mean_ci(r, "p99_ttft_ms", 2), fmt_mean_ci(r, "mean_itl_ms", 3),
             fmt_change(delta.get("output_throughput")),
         ])
     headers = ["variant", "host", "conc.", "trials", "verdict", "output tok/s", "total tok/s",
-               "TTFT mean ms", "TTFT p99 ms", "ITL mean ms", "output vs baseline [95 % CI]"]
+               "TTFT mean ms", "TTFT p99 ms", "ITL mean ms", "output vs baseline [simultaneous CI]"]
     return tabulate(table, headers=headers, tablefmt="github")
 
 
@@ -49,17 +51,53 @@ def verdict_table(variants):
         why = v.get("root_cause") or v.get("reason") or ""
         if v.get("remedy"):
             why += " Remedy: %s" % v["remedy"]
-        table.append([v["variant"], v["host"], v["verdict"] or "untested (needs 2+ trials)", levels or why])
-    return tabulate(table, headers=["optimization", "host", "verdict", "per concurrency / why"], tablefmt="github")
+        if v.get("verdict_reason") and v.get("status") == "ok":
+            why = v["verdict_reason"]
+        table.append([v["variant"], v["host"], v["verdict"] or "untested", levels, why])
+    return tabulate(table, headers=["optimization", "host", "verdict", "per concurrency", "why"],
+                    tablefmt="github")
+
+
+def verdict_rules(settings):
+    return (
+        "Against the same host's baseline on %s, from the interval of the relative change (Welch) at %d %% "
+        "confidence; intervals are simultaneous over the m levels (Bonferroni) a variant was compared at, so "
+        "each level's interval is at 1 - %.2f/m. improved / regressed: the interval excludes 0 and the change "
+        "is at least %.1f %%; neutral: the whole interval lies inside ±%.1f %%; otherwise inconclusive (the "
+        "reason names the interval, the spread and the trials). A level the variant failed while the baseline "
+        "measured counts as failed: mixed with an improved level, regressed without." % (
+            settings["verdict_metric"], round(settings["confidence"] * 100), 1 - settings["confidence"],
+            settings["min_effect_pct"], settings["min_effect_pct"]))
+
+
+def design_text(settings):
+    text = describe_design(settings.get("design"))
+    return "Design: %s" % text if text else "Design: one server launch per variant."
+
+
+def aa_text(summary):
+    lines = []
+    for host in summary.get("aa") or []:
+        if not host["aa"]:
+            lines.append("- %s: A/A was off; its verdicts are not checked against the host's noise." % host["host"])
+        elif host["gate"]:
+            lines.append("- %s: %s. Every other verdict of this host is inconclusive (the verdict before this "
+                         "gate is kept as verdict_before_aa)." % (host["host"], host["gate"]))
+        else:
+            lines.append("- %s: the baseline is equivalent to itself (A/A neutral: %s)." % (host["host"],
+                                                                                       host["reason"]))
+    return "\n".join(lines)
 
 
 def noise_floor_text(summary):
     floor = summary.get("noise_floor") or []
     if not floor:
-        return "No A/A run in this campaign (run with `-e aa=true` to measure the host's noise floor)."
-    return tabulate(
-        [[f["host"], f["concurrency"], f["verdict"], fmt_change(f)] for f in floor],
-        headers=["host", "conc.", "baseline vs itself", "change [95 % CI]"], tablefmt="github")
+        return "No A/A run in this campaign (run with `-e aa=true` to measure the host's noise floor).\n\n" + \
+            aa_text(summary)
+    table = tabulate(
+        [[f["host"], f["concurrency"], f["verdict"], fmt_change(f), f.get("reason") or ""] for f in floor],
+        headers=["host", "conc.", "baseline vs itself", "change [simultaneous CI]", "why"], tablefmt="github")
+    return aa_text(summary) + "\n\n" + table
 
 
 def csv_text(rows):
@@ -68,6 +106,7 @@ def csv_text(rows):
     header = ["variant", "host", "concurrency", "status", "verdict", "trials", "failure_class"]
     for metric in CSV_METRICS:
         header += [metric, metric + "_ci_low", metric + "_ci_high", metric + "_vs_baseline_pct"]
+    header += ["launches", "failed_trials", "verdict_before_aa", "verdict_reason"]
     writer.writerow(header)
     for r in rows:
         line = [r["variant"], r["host"], r["concurrency"], r["status"], r.get("verdict"), r["trials"], r["failure_class"]]
@@ -76,6 +115,7 @@ def csv_text(rows):
             change = (r.get("vs_baseline") or {}).get(metric) or {}
             line += [(r.get("metrics") or {}).get(metric), described.get("ci_low"), described.get("ci_high"),
                      change.get("change_pct")]
+        line += [r.get("launches"), r.get("failed_trials"), r.get("verdict_before_aa"), r.get("verdict_reason")]
         writer.writerow(["" if v is None else v for v in line])
     return out.getvalue()
 
@@ -126,10 +166,9 @@ def render_markdown(summary, cells):
         "",
         "## Verdicts",
         "",
-        "Against the same host's baseline on %s: improved or regressed only when the difference is "
-        "significant at %d %% confidence and at least %.1f %%." % (
-            summary["settings"]["verdict_metric"], round(summary["settings"]["confidence"] * 100),
-            summary["settings"]["min_effect_pct"]),
+        verdict_rules(summary["settings"]),
+        "",
+        design_text(summary["settings"]),
         "",
         verdict_table(summary["variants"]),
         "",

@@ -14,6 +14,10 @@ Exit codes:
      reference host is not in this campaign, or the reference holds no ok row); each one is
      printed. Hosts are matched by inventory name; --gate-host-map OLD=NEW matches a renamed one.
      When a compared row also regressed, the exit code is 3 and both kinds are printed.
+  5  gate inconclusive (only with --fail-on-inconclusive): every reference row was compared and
+     none regressed, but at least one comparison could neither show a regression nor rule out
+     one beyond the threshold (too few trials or too much noise); each one is printed. Without
+     the option these are printed and the gate passes.
   130, 143  interrupted by SIGINT or SIGTERM; servers were stopped and finished cells kept
 """
 import datetime
@@ -31,7 +35,7 @@ from fleetopt import gate
 from fleetopt.hosts import troubled_hosts
 from fleetopt.paths import ROOT
 
-EXIT_OK, EXIT_CAMPAIGN_ERROR, EXIT_REGRESSION, EXIT_GATE_INCOMPLETE = 0, 1, 3, 4
+EXIT_OK, EXIT_CAMPAIGN_ERROR, EXIT_REGRESSION, EXIT_GATE_INCOMPLETE, EXIT_GATE_INCONCLUSIVE = 0, 1, 3, 4, 5
 # Secrets read from fleetopt's environment. ansible-runner records the environment it passes
 # to ansible-playbook in its artifacts, so these leave the environment and travel as extra
 # variables in a private directory that is deleted after the run.
@@ -170,7 +174,7 @@ def check_gate(args, campaign_dir):
     host_map = gate.parse_host_map(getattr(args, "gate_host_map", None))
     result = gate.evaluate(json.loads(summary_path.read_text()), gate.load_summary(args.gate_reference),
                            args.gate_threshold, host_map=host_map)
-    outcome = gate.verdict(result)
+    outcome = gate.verdict(result, getattr(args, "fail_on_inconclusive", False))
     lines = gate.describe(result, args.gate_threshold, args.gate_reference)
     for line in lines[:-1]:
         print("fleetopt gate: %s" % line, file=sys.stderr)
@@ -182,6 +186,10 @@ def check_gate(args, campaign_dir):
         print("fleetopt gate: incomplete: %s against %s; the gate needs every row that was ok there"
               % (lines[-1], args.gate_reference), file=sys.stderr)
         return EXIT_GATE_INCOMPLETE
+    if outcome == "inconclusive":
+        print("fleetopt gate: %d inconclusive comparison(s) against %s (--fail-on-inconclusive); %s"
+              % (len(result["inconclusive"]), args.gate_reference, lines[-1]), file=sys.stderr)
+        return EXIT_GATE_INCONCLUSIVE
     print("fleetopt gate: no regression beyond %.1f %% against %s; %s"
           % (args.gate_threshold, args.gate_reference, lines[-1]))
     return EXIT_OK

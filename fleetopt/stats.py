@@ -1,13 +1,24 @@
-"""Statistics behind the verdicts: trial means, 95 % intervals, Welch comparisons.
+"""Statistics behind the verdicts: trial means, intervals, Welch comparisons, one verdict per level.
 
-A variant beats the baseline only when the difference is both statistically significant
-(Welch's t-test, which does not assume equal variances) and at least a minimum effect; a
-"win" smaller than the host's noise is reported as neutral.
+A level's verdict is read from the interval of the relative change (variant against
+baseline, in percent of the baseline mean; Welch's interval, which does not assume equal
+variances) and the minimum effect:
+
+- improved / regressed: the interval excludes 0 and the point change is at least the
+  minimum effect in the better / worse direction;
+- neutral: equivalence is shown, the whole interval lies inside [-min effect, +min effect];
+- inconclusive otherwise (and with fewer than two trials on a side), with a reason that names
+  the interval, the minimum effect, each side's coefficient of variation and trial count.
+
+The confidence of each interval is adjusted for the family of levels it is judged with
+(Bonferroni: 1 - (1 - confidence) / m), so that m levels together keep the stated confidence.
 """
 import math
 
 import numpy as np
 from scipy import stats
+
+from fleetopt.formatting import fmt_confidence
 
 # Direction of "better" for each metric the verdicts can be based on.
 HIGHER_IS_BETTER = {
@@ -18,10 +29,24 @@ HIGHER_IS_BETTER = {
 }
 DEFAULT_CONFIDENCE = 0.95
 DEFAULT_MIN_EFFECT_PCT = 3.0
+LEVEL_VERDICTS = ("improved", "regressed", "neutral", "inconclusive")
 
 
 def _finite(values):
     return [float(v) for v in values if v is not None and math.isfinite(float(v))]
+
+
+def bonferroni(confidence, family_size):
+    """The confidence of each of `family_size` intervals that hold together at `confidence`."""
+    return 1.0 - (1.0 - confidence) / max(int(family_size), 1)
+
+
+def cv_pct(values):
+    """Coefficient of variation (sample std / |mean|) in percent; None with fewer than 2 values."""
+    data = np.asarray(_finite(values))
+    if data.size < 2 or data.mean() == 0:
+        return None
+    return float(data.std(ddof=1) / abs(data.mean()) * 100.0)
 
 
 def describe(values, confidence=DEFAULT_CONFIDENCE):
@@ -40,55 +65,65 @@ def describe(values, confidence=DEFAULT_CONFIDENCE):
     return {"n": n, "mean": mean, "std": std, "ci_low": float(low), "ci_high": float(high)}
 
 
-def compare(variant, baseline, higher_is_better=True, confidence=DEFAULT_CONFIDENCE,
-            min_effect_pct=DEFAULT_MIN_EFFECT_PCT):
-    """Relative change of `variant` against `baseline` with its interval, and the verdict.
+def _pct(value):
+    return "n/a" if value is None else "%.1f %%" % value
 
-    The interval is Welch's interval of the difference of means, expressed in percent of
-    the baseline mean. With fewer than two trials on either side nothing can be tested:
-    the verdict is None and `tested` is False.
+
+def _spread(result, n_variant, n_baseline):
+    return "CV variant %s over %d trial(s), baseline %s over %d trial(s)" % (
+        _pct(result["cv_variant_pct"]), n_variant, _pct(result["cv_baseline_pct"]), n_baseline)
+
+
+def _judge(result, higher_is_better, min_effect_pct, n_variant, n_baseline):
+    """(verdict, reason) from the interval already in `result`."""
+    change, low, high = result["change_pct"], result["ci_low_pct"], result["ci_high_pct"]
+    shown = "%+.1f %% [%+.1f, %+.1f] at %s %% confidence" % (change, low, high, fmt_confidence(result["confidence"]))
+    excludes_zero = low > 0 or high < 0
+    if excludes_zero and abs(change) >= min_effect_pct:
+        better = change > 0 if higher_is_better else change < 0
+        return ("improved" if better else "regressed",
+                "%s: the interval excludes 0 and the change is at least %.1f %%" % (shown, min_effect_pct))
+    if -min_effect_pct <= low and high <= min_effect_pct:
+        return "neutral", "%s: the interval lies inside ±%.1f %% (equivalent)" % (shown, min_effect_pct)
+    if excludes_zero:
+        why = "the change is real but smaller than %.1f %%, and the interval reaches beyond ±%.1f %%" % (
+            min_effect_pct, min_effect_pct)
+    else:
+        why = "the interval contains 0 and reaches beyond ±%.1f %%" % min_effect_pct
+    return "inconclusive", "%s: %s (interval width %.1f points against a band of %.1f); %s" % (
+        shown, why, high - low, 2 * min_effect_pct, _spread(result, n_variant, n_baseline))
+
+
+def compare(variant, baseline, higher_is_better=True, confidence=DEFAULT_CONFIDENCE,
+            min_effect_pct=DEFAULT_MIN_EFFECT_PCT, family_size=1):
+    """Relative change of `variant` against `baseline` with its interval, verdict and reason.
+
+    The interval is Welch's interval of the difference of means, in percent of the baseline
+    mean, at `confidence` adjusted for `family_size` intervals (Bonferroni); `confidence` in
+    the result is the adjusted level. With fewer than two trials on a side nothing can be
+    tested: `tested` is False and the verdict is inconclusive. None when a side has no value.
     """
     a, b = _finite(variant), _finite(baseline)
     if not a or not b or np.mean(b) == 0:
         return None
     base_mean = float(np.mean(b))
     change = (float(np.mean(a)) - base_mean) / abs(base_mean) * 100.0
+    level = bonferroni(confidence, family_size)
     result = {"change_pct": change, "ci_low_pct": None, "ci_high_pct": None, "p_value": None,
-              "significant": False, "tested": False, "verdict": None}
+              "significant": False, "tested": False, "verdict": "inconclusive", "reason": None,
+              "cv_variant_pct": cv_pct(a), "cv_baseline_pct": cv_pct(b), "confidence": level}
     if len(a) < 2 or len(b) < 2:
+        result["reason"] = "fewer than two trials on a side (variant %d, baseline %d): no interval, change %+.1f %%" % (
+            len(a), len(b), change)
         return result
     if np.std(a) == 0 and np.std(b) == 0:
-        significant = change != 0
-        result.update(ci_low_pct=change, ci_high_pct=change, p_value=0.0 if significant else 1.0,
-                      significant=significant, tested=True)
+        result.update(ci_low_pct=change, ci_high_pct=change, p_value=0.0 if change != 0 else 1.0, tested=True)
     else:
         test = stats.ttest_ind(a, b, equal_var=False)
-        interval = test.confidence_interval(confidence)
-        result.update(
-            ci_low_pct=float(interval.low) / abs(base_mean) * 100.0,
-            ci_high_pct=float(interval.high) / abs(base_mean) * 100.0,
-            p_value=float(test.pvalue),
-            significant=bool(test.pvalue < 1.0 - confidence),
-            tested=True,
-        )
-    better = change > 0 if higher_is_better else change < 0
-    if result["significant"] and abs(change) >= min_effect_pct:
-        result["verdict"] = "improved" if better else "regressed"
-    else:
-        result["verdict"] = "neutral"
+        interval = test.confidence_interval(level)
+        result.update(ci_low_pct=float(interval.low) / abs(base_mean) * 100.0,
+                      ci_high_pct=float(interval.high) / abs(base_mean) * 100.0,
+                      p_value=float(test.pvalue), tested=True)
+    result["significant"] = bool(result["ci_low_pct"] > 0 or result["ci_high_pct"] < 0)
+    result["verdict"], result["reason"] = _judge(result, higher_is_better, min_effect_pct, len(a), len(b))
     return result
-
-
-def overall_verdict(level_verdicts):
-    """One word for a variant from its per-level verdicts (None entries were not testable)."""
-    tested = [v for v in level_verdicts if v]
-    if not tested:
-        return None
-    improved, regressed = "improved" in tested, "regressed" in tested
-    if improved and regressed:
-        return "mixed"
-    if improved:
-        return "improved"
-    if regressed:
-        return "regressed"
-    return "neutral"

@@ -2,13 +2,16 @@
 
 A row is one (host, variant, concurrency). Each variant is compared with the baseline
 measured on the same host at the same concurrency, so a fleet of unlike hosts still gives
-fair comparisons.
+fair comparisons. The cells of one (host, variant) from several server launches are merged
+first (fleetopt.launches); the intervals of a variant's levels are simultaneous over those
+levels (Bonferroni); the A/A comparison gates each host's verdicts (fleetopt.verdicts).
 """
 import datetime
 import json
 import pathlib
 
-from fleetopt import stats
+from fleetopt import stats, verdicts
+from fleetopt.launches import campaign_design, launch_number, merge_launches
 
 SUMMARY_METRICS = (
     "output_throughput", "total_throughput", "request_throughput",
@@ -29,7 +32,7 @@ def load_cells(campaign_dir):
             cells.append(json.loads(path.read_text()))
         except ValueError as exc:
             raise SystemExit("fleetopt: %s is not valid JSON (%s)" % (path, exc))
-    return sorted(cells, key=lambda c: (c.get("order", 0), c["variant"], c["host"]))
+    return sorted(cells, key=lambda c: (c.get("order", 0), c["variant"], c["host"], launch_number(c)))
 
 
 def _base_row(cell):
@@ -48,24 +51,28 @@ def _levels_by_concurrency(cell):
 
 
 def cell_rows(cell, confidence):
-    """One row per concurrency level (trials aggregated), or one row for an unmeasured cell."""
+    """One row per concurrency level (trials of every launch aggregated), or one row for an unmeasured cell."""
     base = _base_row(cell)
     if cell["status"] != "ok" or not cell.get("levels"):
-        return [dict(base, status=cell["status"], concurrency=None, trials=0, metrics={}, stats={}, samples={},
-                     verdict=cell["status"])]
+        return [dict(base, status=cell["status"], concurrency=None, trials=0, launches=0, metrics={}, stats={},
+                     samples={}, verdict=cell["status"], verdict_reason=cell.get("reason"))]
     rows = []
     for concurrency, levels in sorted(_levels_by_concurrency(cell).items()):
-        measured = [lv["metrics"] for lv in levels if lv.get("status") == "ok" and lv.get("metrics")]
-        if not measured:
+        ok = [lv for lv in levels if lv.get("status") == "ok" and lv.get("metrics")]
+        if not ok:
             reasons = sorted({lv.get("reason") or "" for lv in levels})
-            rows.append(dict(base, status="crashed", concurrency=concurrency, trials=0, metrics={}, stats={},
-                             samples={}, verdict="crashed", failure_class=base["failure_class"] or "benchmark_failed",
-                             reason="; ".join(r for r in reasons if r)))
+            reason = "; ".join(r for r in reasons if r)
+            rows.append(dict(base, status="crashed", concurrency=concurrency, trials=0, launches=0, metrics={},
+                             stats={}, samples={}, verdict="crashed", verdict_reason=reason or None,
+                             failure_class=base["failure_class"] or "benchmark_failed", reason=reason,
+                             failed_trials=len(levels)))
             continue
+        measured = [lv["metrics"] for lv in ok]
         samples = {k: [m.get(k) for m in measured] for k in SUMMARY_METRICS}
         described = {k: stats.describe(v, confidence) for k, v in samples.items()}
         rows.append(dict(
             base, status="ok", concurrency=concurrency, trials=len(measured),
+            launches=len({lv.get("launch", 1) for lv in ok}),
             metrics={k: d["mean"] for k, d in described.items()},
             stats={k: described[k] for k in COMPARED_METRICS},
             samples={k: samples[k] for k in COMPARED_METRICS},
@@ -75,47 +82,85 @@ def cell_rows(cell, confidence):
 
 
 def attach_comparisons(rows, verdict_metric, confidence, min_effect_pct):
+    """vs_baseline, verdict and verdict_reason of every measured row; each variant's levels on a
+    host form one family (Bonferroni over the m levels it was compared at)."""
     baselines = {(r["host"], r["concurrency"]): r for r in rows if r["variant"] == BASELINE and r["status"] == "ok"}
+    family = {}
+    for row in rows:
+        if row["status"] == "ok" and row["variant"] != BASELINE and (row["host"], row["concurrency"]) in baselines:
+            family[(row["host"], row["variant"])] = family.get((row["host"], row["variant"]), 0) + 1
     for row in rows:
         if row["status"] != "ok":
             row["vs_baseline"] = None
             continue
         if row["variant"] == BASELINE:
-            row["vs_baseline"] = None
-            row["verdict"] = "baseline"
+            row.update(vs_baseline=None, verdict="baseline", verdict_reason=None)
             continue
         reference = baselines.get((row["host"], row["concurrency"]))
         if reference is None:
-            row["vs_baseline"] = None
-            row["verdict"] = None
+            row.update(vs_baseline=None, verdict="inconclusive",
+                       verdict_reason="the baseline measured nothing at this concurrency on this host")
             continue
+        m = family[(row["host"], row["variant"])]
         row["vs_baseline"] = {
             metric: stats.compare(row["samples"][metric], reference["samples"][metric],
-                                  stats.HIGHER_IS_BETTER[metric], confidence, min_effect_pct)
+                                  stats.HIGHER_IS_BETTER[metric], confidence, min_effect_pct, family_size=m)
             for metric in COMPARED_METRICS
         }
-        row["verdict"] = (row["vs_baseline"].get(verdict_metric) or {}).get("verdict")
+        chosen = row["vs_baseline"].get(verdict_metric) or {}
+        row["verdict"] = chosen.get("verdict") or "inconclusive"
+        row["verdict_reason"] = chosen.get("reason") or "no %s to compare" % verdict_metric
+        row["family_size"] = m
     return rows
 
 
+def level_verdicts(own, baseline_levels):
+    """The per-level verdicts an overall verdict is made of: a level the variant failed while the
+    baseline measured there is `failed`."""
+    levels = []
+    for r in own:
+        if r["concurrency"] is None:
+            continue
+        if r["status"] == "ok":
+            levels.append({"concurrency": r["concurrency"], "verdict": r.get("verdict"),
+                           "reason": r.get("verdict_reason")})
+        elif r["concurrency"] in baseline_levels:
+            levels.append({"concurrency": r["concurrency"], "verdict": "failed", "reason": r.get("reason")})
+        else:
+            levels.append({"concurrency": r["concurrency"], "verdict": None,
+                           "reason": "neither the variant nor the baseline measured this level"})
+    return levels
+
+
 def variant_summaries(cells, rows):
+    baseline_levels = {}
+    for r in rows:
+        if r["variant"] == BASELINE and r["status"] == "ok":
+            baseline_levels.setdefault(r["host"], set()).add(r["concurrency"])
     summaries = []
     for cell in cells:
         own = [r for r in rows if r["variant"] == cell["variant"] and r["host"] == cell["host"]]
+        levels = level_verdicts(own, baseline_levels.get(cell["host"], set()))
         if cell["status"] != "ok":
-            verdict = cell["status"]
+            verdict, why = cell["status"], cell.get("reason")
         elif cell["variant"] == BASELINE:
-            verdict = "baseline"
+            verdict, why = "baseline", None
         else:
-            verdict = stats.overall_verdict([r.get("verdict") for r in own if r["status"] == "ok"])
+            verdict, why = verdicts.overall_verdict(levels)
+        by_level = {lv["concurrency"]: lv for lv in levels}
         failure = cell.get("failure") or {}
         summaries.append({
             "variant": cell["variant"], "title": cell.get("title"), "host": cell["host"], "status": cell["status"],
-            "verdict": verdict, "failure_class": failure.get("failure_class"),
+            "verdict": verdict, "verdict_reason": why, "failure_class": failure.get("failure_class"),
             "root_cause": failure.get("root_cause"), "remedy": failure.get("remedy"), "reason": cell.get("reason"),
             "startup_s": (cell.get("startup") or {}).get("startup_s"),
+            "launches": len({lv.get("launch", 1) for lv in cell.get("levels") or [] if lv.get("status") == "ok"}),
+            "launches_planned": cell.get("launches") or 1, "launch_statuses": cell.get("launch_statuses") or [],
             "levels": [
-                {"concurrency": r["concurrency"], "verdict": r.get("verdict"), "trials": r["trials"],
+                {"concurrency": r["concurrency"], "verdict": by_level[r["concurrency"]]["verdict"]
+                 if r["variant"] != BASELINE else r.get("verdict"),
+                 "reason": r.get("verdict_reason"), "trials": r["trials"], "launches": r.get("launches", 0),
+                 "failed_trials": r.get("failed_trials", 0),
                  "change": (r.get("vs_baseline") or {}).get("output_throughput")}
                 for r in own if r["concurrency"] is not None
             ],
@@ -123,34 +168,69 @@ def variant_summaries(cells, rows):
     return summaries
 
 
+def aa_hosts(summaries, hosts):
+    """Per host: its A/A verdict and reason, and the reason that gates its verdicts (None: they stand)."""
+    found = {v["host"]: v for v in summaries if v["variant"] == AA_VARIANT}
+    result = []
+    for host in hosts:
+        aa = found.get(host)
+        if aa is None:
+            result.append({"host": host, "aa": False, "verdict": None, "reason": "A/A was off on this host",
+                           "gate": None})
+        else:
+            reason = aa.get("verdict_reason") or aa.get("reason")
+            result.append({"host": host, "aa": True, "verdict": aa["verdict"], "reason": reason,
+                           "gate": verdicts.aa_gate(aa["verdict"], reason)})
+    return result
+
+
+def gate_on_aa(summaries, rows, hosts):
+    gates = {h["host"]: h["gate"] for h in hosts}
+    for entry in summaries + rows:
+        if entry["variant"] in (BASELINE, AA_VARIANT):
+            continue
+        verdicts.apply_aa_gate(entry, gates.get(entry["host"]))
+        for level in entry.get("levels") if entry in summaries else ():
+            verdicts.apply_aa_gate(level, gates.get(entry["host"]), reason_key="reason")
+
+
 def noise_floor(rows, verdict_metric):
-    """What the baseline measured against itself (an A/A run) says about this host's noise."""
+    """What the baseline measured against itself (an A/A run) says about each host's noise, per level."""
     floor = []
     for row in rows:
         if row["variant"] == AA_VARIANT and row.get("vs_baseline"):
             comparison = row["vs_baseline"].get(verdict_metric) or {}
             floor.append({"host": row["host"], "concurrency": row["concurrency"], "metric": verdict_metric,
                           "change_pct": comparison.get("change_pct"), "ci_low_pct": comparison.get("ci_low_pct"),
-                          "ci_high_pct": comparison.get("ci_high_pct"), "verdict": comparison.get("verdict")})
+                          "ci_high_pct": comparison.get("ci_high_pct"), "confidence": comparison.get("confidence"),
+                          "verdict": comparison.get("verdict"), "reason": comparison.get("reason")})
     return floor
 
 
 def build_summary(campaign_dir, cells, verdict_metric="output_throughput", confidence=stats.DEFAULT_CONFIDENCE,
                   min_effect_pct=stats.DEFAULT_MIN_EFFECT_PCT):
-    rows = [row for cell in cells for row in cell_rows(cell, confidence)]
+    merged = merge_launches(cells)
+    rows = [row for cell in merged for row in cell_rows(cell, confidence)]
     rows = attach_comparisons(rows, verdict_metric, confidence, min_effect_pct)
-    engines = sorted({c["engine"] for c in cells})
+    engines = sorted({c["engine"] for c in cells if c.get("engine")})
     provenance = (cells[0].get("provenance") or {}) if cells else {}
+    hosts = sorted({c["host"] for c in cells})
+    summaries = variant_summaries(merged, rows)
+    floor = noise_floor(rows, verdict_metric)
+    aa = aa_hosts(summaries, hosts)
+    gate_on_aa(summaries, rows, aa)
     return {
         "campaign": pathlib.Path(campaign_dir).name,
         "engine": engines[0] if len(engines) == 1 else ",".join(engines),
         "engine_version": provenance.get("engine_version"),
         "fleetopt_revision": provenance.get("fleetopt_revision"),
         "generated_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "hosts": sorted({c["host"] for c in cells}),
+        "hosts": hosts,
         "settings": {"verdict_metric": verdict_metric, "confidence": confidence, "min_effect_pct": min_effect_pct,
+                     "multiple_comparisons": "bonferroni", "design": campaign_design(cells),
                      "benchmark": (cells[0].get("benchmark") if cells else None)},
-        "variants": variant_summaries(cells, rows),
-        "noise_floor": noise_floor(rows, verdict_metric),
+        "variants": summaries,
+        "noise_floor": floor,
+        "aa": aa,
         "cells": rows,
     }

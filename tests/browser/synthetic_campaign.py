@@ -106,13 +106,15 @@ def synthetic_cells():
         cell("tensor_parallel_8", 8, status="not_applicable", startup_phases={},
              reason="needs 8 GPU(s), host has 2", flags={"--tp-size": 8}),
         cell("baseline_aa", 9, levels=trials(1, 100.2, 100.8, 99.4) + trials(8, 401.0, 399.5, 400.5)),
+        cell("noisy_flag", 10, flags={"--noisy": True},
+             levels=trials(1, 150.0, 60.0, 140.0) + trials(8, 401.0, 399.0, 400.0)),
     ]
 
 
 EXPECTED_VERDICTS = {
     "baseline": "baseline", "cuda_graph_max_bs": "improved", "neutral_flag": "neutral", "slower_kernel": "regressed",
     "mixed_bag": "mixed", "piecewise_fp4": "blocked", "huge_static_mem": "crashed", "slow_start": "timeout",
-    "tensor_parallel_8": "not_applicable", "baseline_aa": "neutral",
+    "tensor_parallel_8": "not_applicable", "baseline_aa": "neutral", "noisy_flag": "inconclusive",
 }
 
 

@@ -192,3 +192,59 @@ def test_cli_takes_a_host_map():
     args = cli.build_parser().parse_args(["run", "--tier", "1", "--gate-reference", "r.json",
                                           "--gate-host-map", "old=new", "--gate-host-map", "a=b"])
     assert gate.parse_host_map(args.gate_host_map) == {"old": "new", "a": "b"}
+
+
+# Inconclusive comparisons: reported, failing only when asked.
+
+NOISY = [100.0, 80.0, 120.0]
+
+
+def test_an_inconclusive_row_is_reported_and_passes_by_default():
+    current = summary([ok_row("gpu-a", "baseline", 1, NOISY)] + REFERENCE["cells"][1:])
+    result = gate.evaluate(current, REFERENCE, 5.0)
+    assert result["regressions"] == []
+    assert [(r["variant"], r["concurrency"]) for r in result["inconclusive"]] == [("baseline", 1)]
+    assert "interval width" in result["inconclusive"][0]["reason"]
+    assert gate.verdict(result) == "pass"
+    assert gate.verdict(result, fail_on_inconclusive=True) == "inconclusive"
+    assert any("baseline on gpu-a at concurrency 1: output_throughput inconclusive against the reference" in m
+               for m in gate.describe(result, 5.0, "ref.json"))
+
+
+def test_a_regression_still_fails_beside_inconclusive_rows():
+    current = summary([ok_row("gpu-a", "baseline", 1, NOISY), ok_row("gpu-a", "baseline", 8, [50.0, 51.0, 49.0])]
+                      + REFERENCE["cells"][2:])
+    result = gate.evaluate(current, REFERENCE, 5.0)
+    assert len(result["regressions"]) == 1 and len(result["inconclusive"]) == 1
+    assert gate.verdict(result, fail_on_inconclusive=True) == "regression"
+
+
+def test_gate_intervals_are_simultaneous_over_a_variants_levels():
+    # -6 %, standard error 1.9 points (df 4): excludes 0 at 95 % (half 5.3), not at 97.5 % (half 6.6).
+    ref = [97.67, 100.0, 102.33]
+    now = [91.67, 94.0, 96.33]
+    single = gate.evaluate(summary([ok_row("a", "v", 1, now)]), summary([ok_row("a", "v", 1, ref)]), 5.0)
+    double = gate.evaluate(summary([ok_row("a", "v", 1, now), ok_row("a", "v", 8, ref)]),
+                           summary([ok_row("a", "v", 1, ref), ok_row("a", "v", 8, ref)]), 5.0)
+    assert single["regressions"] and not double["regressions"]
+    first = double["inconclusive"][0]
+    assert first["concurrency"] == 1 and first["ci_low_pct"] < single["regressions"][0]["ci_low_pct"]
+    assert first["ci_high_pct"] > 0 > single["regressions"][0]["ci_high_pct"]
+
+
+def test_run_exits_5_on_inconclusive_only_when_asked(tmp_path, capsys):
+    current = summary([ok_row("gpu-a", "baseline", 1, NOISY)] + REFERENCE["cells"][1:])
+    campaign = _campaign(tmp_path, current)
+    args = _gate_args(tmp_path, REFERENCE)
+    assert run.check_gate(args, campaign) == run.EXIT_OK
+    assert "inconclusive against the reference" in capsys.readouterr().err
+    args.fail_on_inconclusive = True
+    assert run.check_gate(args, campaign) == run.EXIT_GATE_INCONCLUSIVE == 5
+    assert "1 inconclusive comparison(s)" in capsys.readouterr().err
+    assert "\n  5  gate inconclusive" in run.__doc__
+
+
+def test_cli_takes_fail_on_inconclusive():
+    from fleetopt import cli
+    assert cli.build_parser().parse_args(["run", "--tier", "1", "--fail-on-inconclusive"]).fail_on_inconclusive
+    assert not cli.build_parser().parse_args(["run", "--tier", "1"]).fail_on_inconclusive

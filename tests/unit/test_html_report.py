@@ -40,7 +40,9 @@ def test_the_header_names_engine_hardware_settings_and_revision(campaign):
     assert '<dd id="engine">sglang 0.5.10</dd>' in html
     assert "2 × NVIDIA H200" in html and "192 × AMD EPYC 9654" in html and "580.159.04" in html
     assert "abc123def456" in html and "qwen3-8b" in html
-    assert "significant at 95 % confidence" in html and "at least 3.0 %" in html
+    assert "(Welch) at 95 % confidence" in html and "at least 3.0 %" in html and "inside ±3.0 %" in html
+    assert "simultaneous over the m levels (Bonferroni)" in html
+    assert '<dd id="design">one server launch per variant</dd>' in html
     assert "concurrency 1, 8; 3 trial(s)" in html
 
 
@@ -50,7 +52,7 @@ def test_every_variant_has_its_verdict_and_failures_their_cause_and_remedy(campa
     assert rows == EXPECTED_VERDICTS
     for verdict in html_report.VERDICTS:
         assert 'class="verdict verdict-%s"' % verdict in html
-    assert "+20.0 % [+17.7, +22.3]" in html  # the improved variant's change and interval at c=1
+    assert "+20.0 % [+17.1, +22.9]" in html  # the improved variant's change and interval at c=1 (97.5 %: 2 levels)
     assert "FlashInfer&#39;s fp4_quantize makes a graph break" in html
     assert "Register fp4_quantize as a custom op" in html and "dynamo_fullgraph_graph_break" in html
     assert "needs 8 GPU(s), host has 2" in html and "Raise the start-up timeout." in html
@@ -60,11 +62,13 @@ def test_every_variant_has_its_verdict_and_failures_their_cause_and_remedy(campa
 def test_noise_floor_is_shown_when_there_is_an_aa_run_and_explained_when_not(campaign, tmp_path):
     _, summary, cells, html = campaign
     table = re.search(r'<table id="noise-floor-table">(.*?)</table>', html, re.S).group(1)
-    assert table.count("<tr>") == 3 and "+0.1 % [-1.9, +2.2]" in table
+    assert table.count("<tr>") == 3 and "+0.1 % [-2.5, +2.8]" in table and "(equivalent)" in table
+    assert "the baseline is equivalent to itself (A/A neutral)" in html
     assert "noise-floor-warning" not in html
     without_aa = [c for c in cells if c["variant"] != "baseline_aa"]
     html = html_report.render_html(build_summary(tmp_path, without_aa), without_aa)
     assert "noise-floor-table" not in html and "No A/A run in this campaign" in html
+    assert "gpu-a:\n    A/A was off" in html or "A/A was off; this host" in html
 
 
 def test_a_baseline_that_differs_from_itself_is_a_warning(campaign):
@@ -127,3 +131,27 @@ def test_a_campaign_without_measurements_still_renders(campaign, tmp_path):
     html = html_report.render_html(summary, failed)
     assert "<!-- No variant was measured. -->" in figure(html, "plot-throughput")
     assert all(figure(html, plot_id).count("<svg") == 1 for plot_id in PLOT_IDS)
+
+
+def test_inconclusive_verdicts_show_their_reason(campaign):
+    html = campaign[3]
+    assert "1 inconclusive" in html
+    row = re.search(r'<tr class="verdict-row" data-variant="noisy_flag".*?</tr>', html, re.S).group(0)
+    assert "interval width" in row and "c=1: " in row and 'class="why verdict-reason"' in row
+
+
+def test_a_noisy_aa_gates_the_hosts_verdicts_and_the_design_is_shown(campaign, tmp_path):
+    cells = [dict(c) for c in campaign[2]]
+    for c in cells:
+        if c["variant"] == "baseline_aa":
+            c["levels"] = [dict(lv, metrics=dict(lv["metrics"], output_throughput=lv["metrics"]["output_throughput"]
+                                                 * 1.1)) for lv in c["levels"]]
+    cells[0] = dict(cells[0], design={"launches": 2, "order": "counterbalanced (ABBA)"})
+    summary = build_summary(tmp_path, cells)
+    html = html_report.render_html(summary, cells)
+    assert "the host&#39;s A/A comparison (baseline vs itself) was improved" in html
+    row = re.search(r'<tr class="verdict-row" data-variant="cuda_graph_max_bs" data-verdict="inconclusive">.*?</tr>',
+                    html, re.S).group(0)
+    assert "before the A/A gate: improved" in row
+    assert 'id="noise-floor-warning"' in html
+    assert '<dd id="design">launches: 2, order: counterbalanced (ABBA)</dd>' in html

@@ -30,7 +30,7 @@ def test_the_transcribed_schema_is_a_valid_json_schema():
 def test_every_measured_row_becomes_one_valid_v0_2_report(exported):
     campaign, summary, _, paths = exported
     measured = [r for r in summary["cells"] if r["status"] == "ok"]
-    assert len(paths) == len(measured) == 12
+    assert len(paths) == len(measured) == 14
     assert all(p.parent == campaign / "llm-d" for p in paths)
     assert campaign / "llm-d" / "benchmark_report_v0.2,_gpu-a_cuda_graph_max_bs_c8.yaml" in paths
     for path in paths:
@@ -81,7 +81,7 @@ def test_the_stack_describes_engine_hardware_and_launch(exported):
     assert engine["metadata"]["cfg_id"] == "%064x" % 2  # the cell's config hash
     assert engine["native"]["args"]["cuda-graph-max-bs"] == "256"
     assert engine["native"]["config"]["patches"] == [{"id": "sglang-fp4-prewarm", "checksum": "sha256:0123"}]
-    assert "+20.0 % vs baseline [+17.7, +22.3] (95 % CI), improved" in report["run"]["description"]
+    assert "+20.0 % vs baseline [+17.1, +22.9] (97.5 % CI), improved" in report["run"]["description"]
     assert "verdict=improved" in report["run"]["keywords"]
 
 

@@ -103,11 +103,50 @@ def test_an_empty_or_missing_campaign_is_a_clear_error(tmp_path, capsys):
 
 def test_an_aa_run_reports_the_noise_floor(tmp_path):
     campaign = write_campaign(tmp_path, [
-        cell("baseline", 0, levels=trials(1, 100.0, 102.0, 98.0)),
-        cell("baseline_aa", 9, levels=trials(1, 101.0, 99.0, 100.5)),
+        cell("baseline", 0, levels=trials(1, 100.0, 100.2, 99.8)),
+        cell("baseline_aa", 9, levels=trials(1, 100.1, 99.9, 100.0)),
     ])
     run(campaign)
     summary = json.loads((campaign / "summary.json").read_text())
     assert summary["noise_floor"][0]["verdict"] == "neutral"
     assert summary["noise_floor"][0]["ci_low_pct"] < 0 < summary["noise_floor"][0]["ci_high_pct"]
-    assert "baseline vs itself" in (campaign / "report.md").read_text()
+    markdown = (campaign / "report.md").read_text()
+    assert "baseline vs itself" in markdown and "A/A neutral" in markdown
+
+
+def test_a_noisy_aa_makes_the_report_say_why_verdicts_are_inconclusive(tmp_path):
+    campaign = write_campaign(tmp_path, [
+        cell("baseline", 0, levels=trials(1, 100.0, 102.0, 98.0)),
+        cell("v", 1, levels=trials(1, 150.0, 151.0, 149.0)),
+        cell("baseline_aa", 9, levels=trials(1, 101.0, 99.0, 100.5)),
+        cell("baseline", 0, levels=trials(1, 100.0, 102.0, 98.0), host="h2"),
+    ])
+    run(campaign)
+    summary = json.loads((campaign / "summary.json").read_text())
+    assert summary["noise_floor"][0]["verdict"] == "inconclusive"
+    v = next(x for x in summary["variants"] if x["variant"] == "v")
+    assert v["verdict"] == "inconclusive" and v["verdict_before_aa"] == "improved"
+    markdown = (campaign / "report.md").read_text()
+    assert "the host's A/A comparison (baseline vs itself) was inconclusive" in markdown
+    assert "h2: A/A was off" in markdown
+    csv_text = (campaign / "summary.csv").read_text()
+    assert csv_text.splitlines()[0].endswith("launches,failed_trials,verdict_before_aa,verdict_reason")
+    assert ',improved,"the host\'s A/A comparison' in csv_text
+
+
+def test_the_report_states_the_rules_the_design_and_inconclusive_reasons(tmp_path):
+    design = {"launches": 2, "order": "counterbalanced (ABBA)"}
+    campaign = write_campaign(tmp_path, [
+        dict(cell("baseline", 0, levels=trials(1, 100.0, 101.0, 99.0) + trials(4, 200.0, 201.0, 199.0)),
+             design=design),
+        cell("noisy", 1, levels=trials(1, 150.0, 60.0, 140.0) + trials(4, 200.0, 201.0, 199.0)),
+    ])
+    run(campaign)
+    markdown = (campaign / "report.md").read_text()
+    assert "intervals are simultaneous over the m levels (Bonferroni)" in markdown
+    assert "Design: launches: 2, order: counterbalanced (ABBA)" in markdown
+    assert "| noisy" in markdown and "inconclusive" in markdown and "interval width" in markdown
+    summary = json.loads((campaign / "summary.json").read_text())
+    assert summary["settings"]["design"] == design
+    assert summary["variants"][1]["verdict"] == "inconclusive"
+    assert "c=1: " in summary["variants"][1]["verdict_reason"]

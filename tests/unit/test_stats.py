@@ -1,6 +1,9 @@
+"""Per-level verdicts from the interval of the relative change, checked against scipy."""
 import math
 
+import numpy as np
 import pytest
+from scipy import stats as sps
 
 from fleetopt import stats
 
@@ -17,40 +20,108 @@ def test_describe_of_one_or_no_value_has_no_interval():
     assert stats.describe([None])["n"] == 0
 
 
-def test_clear_improvement_is_improved_with_an_interval_excluding_zero():
+def scipy_interval_pct(variant, baseline, confidence):
+    interval = sps.ttest_ind(variant, baseline, equal_var=False).confidence_interval(confidence)
+    base = np.mean(baseline)
+    return interval.low / base * 100.0, interval.high / base * 100.0
+
+
+@pytest.mark.parametrize("variant,baseline", [
+    ([130.0, 131.0, 129.0], [100.0, 101.0, 99.0]),
+    ([150.0, 60.0, 140.0, 120.0], [100.0, 130.0, 70.0]),
+    ([99.0, 101.5, 100.2, 98.7, 100.9], [100.4, 99.1, 101.0]),
+])
+def test_the_interval_is_welchs_from_scipy_in_percent_of_the_baseline(variant, baseline):
+    result = stats.compare(variant, baseline)
+    low, high = scipy_interval_pct(variant, baseline, 0.95)
+    assert result["ci_low_pct"] == pytest.approx(low) and result["ci_high_pct"] == pytest.approx(high)
+    assert result["confidence"] == 0.95 and result["tested"]
+    assert result["p_value"] == pytest.approx(sps.ttest_ind(variant, baseline, equal_var=False).pvalue)
+
+
+def test_a_known_interval_by_hand():
+    # Equal n = 3 and equal variances (s = 1): Welch's df = 4, standard error sqrt(2/3).
     result = stats.compare([130.0, 131.0, 129.0], [100.0, 101.0, 99.0])
-    assert result["verdict"] == "improved" and result["significant"]
+    half = sps.t.ppf(0.975, 4) * math.sqrt(2.0 / 3.0)
     assert result["change_pct"] == pytest.approx(30.0)
-    assert result["ci_low_pct"] > 0 and result["ci_high_pct"] > result["ci_low_pct"]
+    assert result["ci_low_pct"] == pytest.approx(30.0 - half) and result["ci_high_pct"] == pytest.approx(30.0 + half)
+    assert result["verdict"] == "improved" and result["significant"]
+    assert result["cv_variant_pct"] == pytest.approx(100.0 / 130.0) and result["cv_baseline_pct"] == pytest.approx(1.0)
 
 
 def test_lower_is_better_metrics_regress_when_they_grow():
     result = stats.compare([13.0, 13.1, 12.9], [10.0, 10.1, 9.9], higher_is_better=False)
-    assert result["verdict"] == "regressed"
+    assert result["verdict"] == "regressed" and "excludes 0" in result["reason"]
+    assert stats.compare([13.0, 13.1, 12.9], [10.0, 10.1, 9.9])["verdict"] == "improved"
 
 
-def test_significant_but_tiny_difference_is_neutral():
+def test_equivalence_within_the_minimum_effect_is_neutral():
     result = stats.compare([101.0, 101.01, 100.99], [100.0, 100.01, 99.99], min_effect_pct=3.0)
-    assert result["significant"] and result["verdict"] == "neutral"
+    assert result["significant"]  # a real change, but inside the band
+    assert -3.0 <= result["ci_low_pct"] and result["ci_high_pct"] <= 3.0
+    assert result["verdict"] == "neutral" and "equivalent" in result["reason"]
 
 
-def test_large_but_noisy_difference_is_neutral():
+def test_an_interval_straddling_zero_and_the_band_is_inconclusive_never_neutral():
     result = stats.compare([150.0, 60.0, 140.0], [100.0, 130.0, 70.0])
-    assert not result["significant"] and result["verdict"] == "neutral"
-    assert result["ci_low_pct"] < 0 < result["ci_high_pct"]
+    assert not result["significant"] and result["ci_low_pct"] < -3.0 and result["ci_high_pct"] > 3.0
+    assert result["verdict"] == "inconclusive"
+    reason = result["reason"]
+    assert "interval width %.1f points" % (result["ci_high_pct"] - result["ci_low_pct"]) in reason
+    assert "band of 6.0" in reason and "3 trial(s)" in reason
+    assert "CV variant %.1f %%" % result["cv_variant_pct"] in reason
+    assert "baseline %.1f %%" % result["cv_baseline_pct"] in reason
 
 
-def test_single_trials_cannot_be_tested():
-    result = stats.compare([130.0], [100.0])
-    assert result["tested"] is False and result["verdict"] is None and result["change_pct"] == pytest.approx(30.0)
+def test_a_small_real_change_that_cannot_be_bounded_below_the_minimum_is_inconclusive():
+    # Interval excludes 0 but reaches past +3 % while the point change is under 3 %.
+    result = stats.compare([102.0, 104.0, 100.5, 103.5], [100.0, 100.5, 99.5, 100.0])
+    assert result["significant"] and abs(result["change_pct"]) < 3.0 and result["ci_high_pct"] > 3.0
+    assert result["verdict"] == "inconclusive" and "smaller than 3.0 %" in result["reason"]
 
 
-@pytest.mark.parametrize("levels,expected", [
-    (["improved", "neutral"], "improved"),
-    (["regressed", "neutral"], "regressed"),
-    (["improved", "regressed"], "mixed"),
-    (["neutral", None], "neutral"),
-    ([None], None),
-])
-def test_overall_verdict(levels, expected):
-    assert stats.overall_verdict(levels) == expected
+def test_one_trial_on_a_side_is_inconclusive_not_neutral():
+    for variant, baseline in (([130.0], [100.0, 101.0]), ([130.0, 131.0], [100.0])):
+        result = stats.compare(variant, baseline)
+        assert result["tested"] is False and result["verdict"] == "inconclusive"
+        assert result["reason"].startswith("fewer than two trials") and result["ci_low_pct"] is None
+    assert stats.compare([130.0], [100.0])["change_pct"] == pytest.approx(30.0)
+
+
+def test_no_value_on_a_side_gives_nothing():
+    assert stats.compare([], [100.0, 101.0]) is None and stats.compare([1.0, 2.0], [None]) is None
+
+
+def test_zero_variance_on_both_sides_is_a_degenerate_interval_judged_the_same_way():
+    better = stats.compare([110.0, 110.0, 110.0], [100.0, 100.0])
+    assert better["ci_low_pct"] == better["ci_high_pct"] == pytest.approx(10.0)
+    assert better["verdict"] == "improved" and better["cv_variant_pct"] == 0.0
+    same = stats.compare([100.0, 100.0], [100.0, 100.0])
+    assert same["ci_low_pct"] == same["ci_high_pct"] == 0.0 and same["verdict"] == "neutral"
+    small = stats.compare([101.0, 101.0], [100.0, 100.0])
+    assert small["verdict"] == "neutral"  # +1 % exactly, inside ±3 %
+    worse = stats.compare([90.0, 90.0], [100.0, 100.0])
+    assert worse["verdict"] == "regressed"
+
+
+def test_bonferroni_widens_each_interval_with_the_number_of_levels():
+    variant, baseline = [104.0, 106.0, 105.0, 103.5], [100.0, 101.0, 99.0, 100.5]
+    one = stats.compare(variant, baseline, family_size=1)
+    three = stats.compare(variant, baseline, family_size=3)
+    assert three["confidence"] == pytest.approx(1 - 0.05 / 3) and one["confidence"] == 0.95
+    assert "at 98.33 % confidence" in three["reason"] and "at 95 % confidence" in one["reason"]
+    assert three["ci_low_pct"] < one["ci_low_pct"] and three["ci_high_pct"] > one["ci_high_pct"]
+    low, high = scipy_interval_pct(variant, baseline, 1 - 0.05 / 3)
+    assert three["ci_low_pct"] == pytest.approx(low) and three["ci_high_pct"] == pytest.approx(high)
+    assert stats.bonferroni(0.95, 0) == 0.95 and stats.bonferroni(0.9, 4) == pytest.approx(0.975)
+
+
+def test_bonferroni_can_turn_a_verdict_inconclusive():
+    variant, baseline = [104.0, 107.0, 103.0], [100.0, 101.0, 99.0]
+    assert stats.compare(variant, baseline, family_size=1)["verdict"] == "improved"
+    assert stats.compare(variant, baseline, family_size=20)["verdict"] == "inconclusive"
+
+
+def test_cv_pct():
+    assert stats.cv_pct([10.0, 12.0, 14.0]) == pytest.approx(2.0 / 12.0 * 100)
+    assert stats.cv_pct([5.0]) is None

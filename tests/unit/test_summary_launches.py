@@ -1,0 +1,77 @@
+"""Replicates over server launches: the cells of one (host, variant) merge before rows are made."""
+import pytest
+
+from fleetopt.launches import launch_details, merge_launches
+from fleetopt.summary import build_summary
+from summary_cells import cell, level, trials
+
+DESIGN = {"launches": 2, "order": "counterbalanced (ABBA)"}
+
+
+def launches(variant, *per_launch, statuses=None, **extra):
+    statuses = statuses or ["ok"] * len(per_launch)
+    return [cell(variant, status=s, levels=lv, launch=i + 1, launches=len(per_launch), design=DESIGN, **extra)
+            for i, (lv, s) in enumerate(zip(per_launch, statuses))]
+
+
+def test_levels_of_every_launch_are_concatenated_and_tagged():
+    merged = merge_launches(launches("v", trials(1, 100.0, 101.0), trials(1, 102.0, 99.0)))
+    assert len(merged) == 1 and merged[0]["status"] == "ok" and merged[0]["launches"] == 2
+    assert [(lv["launch"], lv["metrics"]["output_throughput"]) for lv in merged[0]["levels"]] == [
+        (1, 100.0), (1, 101.0), (2, 102.0), (2, 99.0)]
+
+
+def test_a_cell_without_launch_is_launch_1_of_1_and_keeps_its_launch_description():
+    merged = merge_launches([cell("v", levels=trials(1, 100.0))])
+    assert merged[0]["launches"] == 1 and merged[0]["levels"][0]["launch"] == 1
+    assert launch_details(merged[0])["config_hash"] == "abc"
+    assert launch_details({"launch": 2}) == {}
+
+
+@pytest.mark.parametrize("statuses,expected", [
+    (["ok", "crashed", "timeout"], "crashed"),
+    (["timeout", "ok", "crashed"], "timeout"),
+    (["ok", "ok", "error"], "error"),
+    (["skipped", "ok", "ok"], "ok"),
+    (["blocked", "skipped", "blocked"], "blocked"),
+    (["not_applicable", "not_applicable", "not_applicable"], "not_applicable"),
+])
+def test_merged_status(statuses, expected):
+    cells = launches("v", [], [], [], statuses=statuses)
+    for index, c in enumerate(cells):
+        c["failure"] = {"failure_class": "class%d" % (index + 1)}
+        c["reason"] = "reason %d" % (index + 1)
+    merged = merge_launches(list(reversed(cells)))[0]  # in any order, launch order decides
+    assert merged["status"] == expected
+    first = statuses.index(expected) + 1
+    assert merged["failure"] == {"failure_class": "class%d" % first} and merged["reason"] == "reason %d" % first
+    assert [s["launch"] for s in merged["launch_statuses"]] == [1, 2, 3]
+
+
+def test_rows_count_trials_and_launches_of_all_launches(tmp_path):
+    cells = (launches("baseline", trials(1, 100.0, 101.0, 99.0), trials(1, 100.5, 99.5, 100.0)) +
+             launches("v", trials(1, 120.0, 121.0, 119.0) + trials(4, 50.0, 51.0),
+                      trials(1, 120.5, 119.5) + [level(1, 0, status="failed", trial=3)] +
+                      [level(4, 0, status="failed")]))
+    summary = build_summary(tmp_path / "c", cells)
+    rows = {(r["variant"], r["concurrency"]): r for r in summary["cells"]}
+    assert rows[("v", 1)]["trials"] == 5 and rows[("v", 1)]["launches"] == 2 and rows[("v", 1)]["failed_trials"] == 1
+    assert rows[("v", 4)]["trials"] == 2 and rows[("v", 4)]["launches"] == 1
+    assert rows[("baseline", 1)]["trials"] == 6 and rows[("baseline", 1)]["launches"] == 2
+    assert rows[("v", 1)]["vs_baseline"]["output_throughput"]["change_pct"] == pytest.approx(20.0)
+    assert len(summary["variants"]) == 2 and summary["variants"][1]["launches"] == 2
+    assert summary["settings"]["design"] == DESIGN
+
+
+def test_a_crashed_launch_makes_the_variant_crashed(tmp_path):
+    cells = (launches("baseline", trials(1, 100.0, 101.0, 99.0)) +
+             launches("v", trials(1, 120.0, 121.0), [], statuses=["ok", "crashed"]))
+    summary = build_summary(tmp_path / "c", cells)
+    v = next(s for s in summary["variants"] if s["variant"] == "v")
+    assert v["verdict"] == "crashed" and [s["status"] for s in v["launch_statuses"]] == ["ok", "crashed"]
+    assert v["launches_planned"] == 2 and v["launches"] == 1
+
+
+def test_old_campaigns_have_no_design(tmp_path):
+    summary = build_summary(tmp_path / "c", [cell("baseline", levels=trials(1, 100.0, 101.0))])
+    assert summary["settings"]["design"] is None and summary["cells"][0]["launches"] == 1
