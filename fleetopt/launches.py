@@ -1,6 +1,6 @@
 """Replicates over server launches: several cells of one (host, variant), one per launch.
 
-A cell may carry `launch` (1-based int) and `launches` (the total); a cell without them is
+A cell carries `launch_number` (1-based) and `launches` (the total); a cell without them is
 launch 1 of 1, so campaigns written before launches still summarize. `merge_launches` turns
 the cells of one (host, variant) into one cell whose levels are every launch's levels, each
 tagged with its launch, and whose status is:
@@ -9,14 +9,13 @@ tagged with its launch, and whose status is:
 - else ok when any launch is ok;
 - else the first launch's status (skipped, blocked, not_applicable, ...).
 
-Before launches, `launch` held the description of the server's launch (argv, env, config
-hash); `launch_details` reads that when it is there.
+`launch` is the description of the server's launch (argv, env, config hash).
 """
 FAILED = ("crashed", "timeout", "error")
 
 
 def launch_number(cell):
-    value = cell.get("launch")
+    value = cell.get("launch_number")
     return value if isinstance(value, int) and not isinstance(value, bool) else 1
 
 

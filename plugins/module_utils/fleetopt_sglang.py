@@ -284,7 +284,8 @@ class SglangAdapter(EngineAdapter):
             "--output-file", result_path,
             "--output-details",
             "--disable-tqdm",
-            "--warmup-requests", str(min(warmups, concurrency)),
+            # One at least: the client's own default, and what its first-request check expects.
+            "--warmup-requests", str(max(1, min(warmups, concurrency))),
         ] + list(extra_args or [])
 
     def bench_env(self):

@@ -69,6 +69,12 @@ options:
         same concurrency limit, and are excluded from the statistics.
     type: int
     default: 2
+  warmup_every_trial:
+    description:
+      - Warm up before every trial. By default only a level's first trial warms up - its later trials follow
+        it in the same client with no idle gap, and warm-ups would only add to the client's overhead.
+    type: bool
+    default: false
   min_warmups:
     description: ... but never fewer warm-up requests than this (a compiled engine needs a few to settle).
     type: int
@@ -256,6 +262,7 @@ def module_args():
         runs=dict(type="list", elements="list"),
         lease_path=dict(type="path"),
         lease_s=dict(type="float", default=0.0),
+        warmup_every_trial=dict(type="bool", default=False),
         keep_client=dict(type="bool", default=False),
         release_client=dict(type="bool", default=False),
         max_trials=dict(type="int", default=0),
@@ -441,7 +448,9 @@ def measure_level(module, guard, adapter, concurrency, trial, env):
     if os.path.exists(result_path):
         os.remove(result_path)  # clients append (SGLang JSONL); a stale record must not be read
     num_prompts = max(p["min_prompts"], p["prompts_per_concurrency"] * concurrency)
-    warmups = max(p["min_warmups"], p["warmup_per_concurrency"] * concurrency)
+    # The runs of a level follow each other in one client with no idle gap: only the first warms up.
+    warm = trial == 1 or p["warmup_every_trial"]
+    warmups = max(p["min_warmups"], p["warmup_per_concurrency"] * concurrency) if warm else 0
     argv = adapter.bench_command(
         p["python"], p["base_url"], p["served_model_name"], p["tokenizer"], concurrency,
         num_prompts, p["input_len"], p["output_len"], p["seed"] + trial - 1, result_path, p["extra_args"],

@@ -31,7 +31,10 @@ def test_each_level_is_run_and_normalized(scripted_python, tmp_path):
     assert metrics["total_throughput"] == recorded["total_token_throughput"]
     assert metrics["mean_e2e_latency_ms"] == recorded["mean_e2el_ms"]
     assert result["levels"][2]["num_prompts"] == 40  # 10 per unit of concurrency, at least 32
-    assert [lv["warmups"] for lv in result["levels"]] == [8, 8, 8, 8]  # 2 per unit of concurrency, at least 8
+    # 2 per unit of concurrency, at least 8, before a level's first trial only (the next follows it at once)
+    assert [lv["warmups"] for lv in result["levels"]] == [8, 0, 8, 0]
+    every = bench(python, tmp_path, trials=2, concurrency=[1], warmup_every_trial=True, name="every")
+    assert [lv["warmups"] for lv in every["levels"]] == [8, 8]
     assert "--max-concurrency" in result["client"] and result["server_died"] is False
 
 
@@ -171,12 +174,14 @@ def test_one_client_process_serves_every_run_of_a_cell(scripted_python, tmp_path
 def test_a_client_that_dies_mid_run_fails_that_run_and_is_replaced(scripted_python, tmp_path):
     python = scripted_python({"lines": [[0.2, "Fatal Python error: Segmentation fault"]], "exit_code": None})
     started = time.time()
+    # Killed once it has written its last words, as a crashing interpreter would.
     killer = subprocess.Popen([sys.executable, "-c", "import sys,time,os,signal,json\n"
-                               "p=sys.argv[1]\n"
-                               "while not os.path.exists(p): time.sleep(0.05)\n"
-                               "time.sleep(0.5)\n"
+                               "p, out = sys.argv[1:3]\n"
+                               "while not (os.path.exists(out) and b'Segmentation' in open(out, 'rb').read()):\n"
+                               "    time.sleep(0.05)\n"
                                "os.kill(json.load(open(p))['process']['pid'], signal.SIGKILL)",
-                               str(tmp_path / "bench" / ".client-v" / "identity.json")])
+                               str(tmp_path / "bench" / ".client-v" / "identity.json"),
+                               str(tmp_path / "bench" / "v-c1-t1.out")])
     crashed = bench(python, tmp_path, runs=[[1, 1]], keep_client=True, level_timeout=30)
     killer.wait()
     level = crashed["levels"][0]

@@ -116,7 +116,10 @@ def test_a_server_that_died_on_its_own_is_explained_when_stopped(scripted_python
                               "serve_health_on": port, "exit_code": 1})
     started = run_module("fleetopt_server", server_args(python))
     assert started["server"]["status"] == "ready"
-    time.sleep(1.5)
+    deadline = time.time() + 20
+    while not pid_gone(started["server"]["pid"]) and time.time() < deadline:
+        time.sleep(0.1)
+    time.sleep(0.5)  # the supervisor's poll records the exit code
     result = run_module("fleetopt_server", server_args(python, state="stopped"))
     assert result["died"] is True
     assert result["server"]["failure"]["failure_class"] == "cuda_oom"

@@ -10,7 +10,7 @@ DESIGN = {"launches": 2, "order": "counterbalanced (ABBA)"}
 
 def launches(variant, *per_launch, statuses=None, **extra):
     statuses = statuses or ["ok"] * len(per_launch)
-    return [cell(variant, status=s, levels=lv, launch=i + 1, launches=len(per_launch), design=DESIGN, **extra)
+    return [cell(variant, status=s, levels=lv, launch_number=i + 1, launches=len(per_launch), design=DESIGN, **extra)
             for i, (lv, s) in enumerate(zip(per_launch, statuses))]
 
 
@@ -25,7 +25,7 @@ def test_a_cell_without_launch_is_launch_1_of_1_and_keeps_its_launch_description
     merged = merge_launches([cell("v", levels=trials(1, 100.0))])
     assert merged[0]["launches"] == 1 and merged[0]["levels"][0]["launch"] == 1
     assert launch_details(merged[0])["config_hash"] == "abc"
-    assert launch_details({"launch": 2}) == {}
+    assert launch_details({"launch_number": 2}) == {}
 
 
 @pytest.mark.parametrize("statuses,expected", [

@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""What the benchmark client costs beside what it measures, from a campaign's cells.
+
+Each cell records `benchmark.client_wall_s` (wall time of the benchmark's module calls: client
+start-up, warm-ups, runs) and `benchmark.measured_s` (the sum of the durations the client
+measured). The client overhead is (client wall - measured) / client wall over the campaign;
+issue 12's reference: 73 % when every trial started a new client (526 s for 144 s measured).
+
+    .venv/bin/python tests/benchmarks/benchmark_cost.py results/<campaign-id>
+    .venv/bin/python tests/benchmarks/benchmark_cost.py --run --tier 1   # runs a tier-1 campaign first
+
+With --run the campaign's wall time is printed too, so the tier-1 figure before and after a change
+is one command on each revision.
+"""
+import argparse
+import json
+import pathlib
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+REFERENCE_OVERHEAD = 0.73
+
+
+def cost(campaign_dir):
+    wall = measured = 0.0
+    rows = []
+    for path in sorted(pathlib.Path(campaign_dir, "cells").glob("*/*.json")):
+        cell = json.loads(path.read_text())
+        bench = cell.get("benchmark") or {}
+        if bench.get("client_wall_s") is None:
+            continue
+        cpu = [lv.get("client_cpu_share") for lv in cell.get("levels") or [] if lv.get("client_cpu_share") is not None]
+        bound = sum(1 for lv in cell.get("levels") or [] if lv.get("client_bound"))
+        rows.append((path.parent.name, path.stem, bench["client_wall_s"], bench["measured_s"] or 0.0,
+                     max(cpu) if cpu else None, bound))
+        wall += bench["client_wall_s"]
+        measured += bench["measured_s"] or 0.0
+    return rows, wall, measured
+
+
+def run_campaign(args, workdir):
+    command = [str(pathlib.Path(sys.executable).parent / "fleetopt"), "run", "--campaign-id", "cost",
+               "--results", str(workdir / "results"), "--artifacts", str(workdir / "artifacts"),
+               "-e", "campaign_state_dir=%s" % (workdir / "state"), "-e", "campaign_port=%d" % args.port, "--quiet"]
+    command += ["--tier", str(args.tier)] if args.only is None else ["--only", args.only]
+    started = time.time()
+    subprocess.run(command, cwd=ROOT, check=False)
+    return workdir / "results" / "cost", time.time() - started
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("campaign", nargs="?", help="a campaign folder (results/<id>)")
+    parser.add_argument("--run", action="store_true", help="run a campaign on the embedded default first")
+    parser.add_argument("--tier", type=int, default=1)
+    parser.add_argument("--only")
+    parser.add_argument("--port", type=int, default=8790)
+    args = parser.parse_args()
+    elapsed = None
+    if args.run:
+        campaign, elapsed = run_campaign(args, pathlib.Path(tempfile.mkdtemp(prefix="fleetopt-cost-")))
+    elif args.campaign:
+        campaign = pathlib.Path(args.campaign)
+    else:
+        parser.error("give a campaign folder or --run")
+    rows, wall, measured = cost(campaign)
+    if not rows:
+        raise SystemExit("no cell in %s records client_wall_s (campaigns before the kept client do not)" % campaign)
+    print("%-12s %-28s %10s %10s %9s %8s" % ("host", "cell", "client s", "measured", "max cpu", "bound"))
+    for host, name, cell_wall, cell_measured, cpu, bound in rows:
+        print("%-12s %-28s %10.1f %10.1f %9s %8d" % (host, name, cell_wall, cell_measured,
+                                                     "-" if cpu is None else "%.2f" % cpu, bound))
+    overhead = (wall - measured) / wall if wall else 0.0
+    print("\nclient wall %.1f s, measured %.1f s: client overhead %.0f %% (reference, one client per trial: %.0f %%; "
+          "goal <= 10 %%)" % (wall, measured, overhead * 100, REFERENCE_OVERHEAD * 100))
+    if elapsed is not None:
+        print("campaign wall time: %.0f s (%s)" % (elapsed, campaign))
+
+
+if __name__ == "__main__":
+    main()
