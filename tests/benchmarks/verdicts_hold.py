@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""Do the verdicts hold when the campaign is run again? Repeats a campaign with planted effects.
+
+Each campaign runs, on the embedded default with its own measurement design (launches, ABBA
+order, A/A, sequential trials), the optimizations of tests/fixtures/planted_effects.yml: a large
+effect known in direction and a small one the design cannot resolve. It prints each campaign's
+verdicts and, at the end, the counts against what each must be (issue 12):
+
+- A/A (the baseline against itself): never `improved` or `regressed`;
+- the planted large effect: `regressed` in every campaign;
+- the planted small effect: `inconclusive`, never `neutral`.
+
+    .venv/bin/python tests/benchmarks/verdicts_hold.py --campaigns 5     # about 15 minutes each here
+
+Too long for CI, which runs one such campaign as tests/e2e/test_verdicts.py.
+"""
+import argparse
+import collections
+import json
+import pathlib
+import subprocess
+import sys
+import tempfile
+import time
+
+import yaml
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+PLANTED = ROOT / "tests" / "fixtures" / "planted_effects.yml"
+
+
+def planted():
+    return yaml.safe_load(PLANTED.read_text())
+
+
+def campaign_args(spec, workdir, campaign_id, port):
+    optimizations = [dict(o, tier=9) for o in spec["optimizations"]]
+    return ["run", "--only", ",".join(o["id"] for o in optimizations), "--aa",
+            "--campaign-id", campaign_id, "--results", str(workdir / "results"),
+            "--artifacts", str(workdir / "artifacts"),
+            "-e", "campaign_state_dir=%s" % (workdir / "state"), "-e", "campaign_port=%d" % port,
+            "-e", json.dumps(dict(spec.get("settings") or {}, campaign_extra_optimizations=optimizations))]
+
+
+def run_one(spec, workdir, index, port):
+    campaign_id = "hold-%d" % index
+    started = time.time()
+    proc = subprocess.run([str(pathlib.Path(sys.executable).parent / "fleetopt")] + campaign_args(
+        spec, workdir, campaign_id, port) + ["--quiet"], cwd=ROOT, check=False)
+    summary = json.loads((workdir / "results" / campaign_id / "summary.json").read_text())
+    verdicts = {v["variant"]: (v["verdict"], v.get("verdict_before_aa")) for v in summary["variants"]}
+    return proc.returncode, time.time() - started, verdicts
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--campaigns", type=int, default=5)
+    parser.add_argument("--port", type=int, default=8791)
+    args = parser.parse_args()
+    spec = planted()
+    expected = {o["id"]: o["expect"] for o in spec["optimizations"]}
+    expected["baseline_aa"] = spec["aa_expect"]
+    workdir = pathlib.Path(tempfile.mkdtemp(prefix="fleetopt-hold-"))
+    counts = collections.defaultdict(collections.Counter)
+    for index in range(1, args.campaigns + 1):
+        rc, elapsed, verdicts = run_one(spec, workdir, index, args.port)
+        print("campaign %d (%.0f s, exit %d): %s" % (index, elapsed, rc, ", ".join(
+            "%s=%s%s" % (v, verdict, "" if before is None else " (before the A/A gate: %s)" % before)
+            for v, (verdict, before) in sorted(verdicts.items()))), flush=True)
+        for variant, (verdict, _) in verdicts.items():
+            counts[variant][verdict] += 1
+    print("\nover %d campaigns (results in %s):" % (args.campaigns, workdir))
+    failures = 0
+    for variant, allowed in sorted(expected.items()):
+        seen = counts[variant]
+        wrong = sum(n for verdict, n in seen.items() if verdict not in allowed)
+        failures += wrong
+        print("  %-16s %-40s expected %s: %s" % (variant, dict(seen), "/".join(allowed),
+                                                 "held" if not wrong else "%d wrong" % wrong))
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
