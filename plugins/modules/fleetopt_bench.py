@@ -216,7 +216,6 @@ measured_s:
 """
 
 import inspect
-import json
 import os
 import signal
 import subprocess
@@ -228,7 +227,7 @@ from ansible.module_utils.fleetopt_engine import BenchmarkFailed, redact_argv
 from ansible.module_utils.fleetopt_engines import get_adapter
 from ansible.module_utils import fleetopt_bench_client
 from ansible.module_utils.fleetopt_process import pid_alive, process_identity, same_process, session_pids, signal_session
-from ansible.module_utils.fleetopt_supervisor import write_lease
+from ansible.module_utils.fleetopt_supervisor import read_json, write_json, write_lease
 
 WATCH_INTERVAL_S = 0.2
 # A kept client that hears of no run for this long exits on its own.
@@ -284,21 +283,6 @@ def tail(path, chars=OUTPUT_TAIL_CHARS):
             return handle.read().decode("utf-8", "replace")
     except (IOError, OSError):
         return ""
-
-
-def read_json(path):
-    try:
-        with open(path) as handle:
-            return json.load(handle)
-    except (IOError, OSError, ValueError):
-        return None
-
-
-def write_json(path, data):
-    tmp = "%s.%d.tmp" % (path, os.getpid())
-    with open(tmp, "w") as handle:
-        json.dump(data, handle)
-    os.replace(tmp, path)
 
 
 class KeptClient:
