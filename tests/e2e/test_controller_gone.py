@@ -29,9 +29,10 @@ def playbook(tmp_path, port, campaign_id, **bench):
                             start_new_session=True)
 
 
-def clients(port):
-    """Live benchmark clients aimed at this test's server."""
-    return live_processes(lambda argv: "bench" in argv and "http://127.0.0.1:%d" % port in argv)
+def clients(tmp_path):
+    """Live benchmark clients of this test's campaign (kept per cell, under its state folder)."""
+    return live_processes(lambda argv: any(a.endswith("fleetopt_bench_client.py") and a.startswith(str(tmp_path))
+                                           for a in argv))
 
 
 def wait_for(predicate, timeout, what):
@@ -48,7 +49,7 @@ def test_ctrl_c_during_a_benchmark_stops_the_client_says_what_runs_and_the_lease
     port = free_port()
     campaign = playbook(tmp_path, port, "gone-sigint", campaign_bench_trials=3)
     try:
-        wait_for(lambda: clients(port), 300, "the baseline's benchmark client")
+        wait_for(lambda: clients(tmp_path), 300, "the baseline's benchmark client")
         os.killpg(campaign.pid, signal.SIGINT)
         output = campaign.communicate(timeout=60)[0].decode()
         interrupted_at = time.time()
@@ -57,7 +58,7 @@ def test_ctrl_c_during_a_benchmark_stops_the_client_says_what_runs_and_the_lease
             os.killpg(campaign.pid, signal.SIGKILL)
     assert "fleetopt: interrupted; these servers are still running:" in output, output[-3000:]
     assert "localhost: vllm-%d" % port in output and "playbooks/stop_servers.yml" in output
-    wait_for(lambda: not clients(port), 5, "the benchmark client to stop")
+    wait_for(lambda: not clients(tmp_path), 5, "the benchmark client to stop")
     stopped_at = wait_for(lambda: not processes_listening_as(port), LEASE_S + 30, "the lease to stop the server")
     assert stopped_at - interrupted_at < LEASE_S + 30
     status = json.loads((tmp_path / "state" / "run" / ("vllm-%d.status" % port)).read_text())
@@ -75,7 +76,7 @@ def test_a_killed_controller_leaves_the_server_to_its_lease_and_a_renewed_lease_
     try:
         wait_for(lambda: (cells / "baseline.json").exists(), 400, "the baseline cell")
         baseline = json.loads((cells / "baseline.json").read_text())
-        wait_for(lambda: clients(port), 300, "the next variant's benchmark client")
+        wait_for(lambda: clients(tmp_path), 300, "the next variant's benchmark client")
         campaign.send_signal(signal.SIGKILL)  # ansible-playbook alone: no handler sees this
         campaign.wait()
         killed_at = time.time()
