@@ -328,7 +328,8 @@ class KeptClient:
             self.start(env)
 
     def submit(self, module, args, output_path):
-        number = len([e for e in os.listdir(self.folder) if e.startswith("done-")]) + 1
+        # After every request made so far: one still running (its module killed outright) is answered first.
+        number = len([e for e in os.listdir(self.folder) if e.startswith("request-") and e.endswith(".json")]) + 1
         write_json(os.path.join(self.folder, "request-%d.json" % number),
                    {"module": module, "args": args, "output": output_path})
         return os.path.join(self.folder, "done-%d.json" % number)
