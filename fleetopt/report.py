@@ -92,7 +92,7 @@ def aa_text(summary):
 def noise_floor_text(summary):
     floor = summary.get("noise_floor") or []
     if not floor:
-        return "No A/A run in this campaign (run with `-e aa=true` to measure the host's noise floor).\n\n" + \
+        return "No A/A run in this campaign (it was turned off: `-e aa=false`).\n\n" + \
             aa_text(summary)
     table = tabulate(
         [[f["host"], f["concurrency"], f["verdict"], fmt_change(f), f.get("reason") or ""] for f in floor],
@@ -150,6 +150,22 @@ def startup_table(cells):
     return tabulate(table, headers=["variant", "host", "ready after s", "phases"], tablefmt="github")
 
 
+def client_cost_text(cells):
+    """The benchmark client's wall time against what it measured, and runs where it may have been the limit."""
+    benches = [c.get("benchmark") or {} for c in cells]
+    wall = sum(b.get("client_wall_s") or 0.0 for b in benches)
+    measured = sum(b.get("measured_s") or 0.0 for b in benches)
+    if not wall:
+        return "- benchmark client: cost not recorded"
+    bound = [(c["variant"], lv["concurrency"]) for c in cells for lv in c.get("levels") or [] if lv.get("client_bound")]
+    text = "- benchmark client: %.0f s of wall time for %.0f s measured (overhead %.0f %%)" % (
+        wall, measured, (wall - measured) / wall * 100)
+    if bound:
+        text += "; %d run(s) client-bound (the client used >= 90 %% of a core, so it may be what limited them): %s" % (
+            len(bound), ", ".join(sorted({"%s c=%s" % b for b in bound})))
+    return text
+
+
 def render_markdown(summary, cells):
     first = cells[0] if cells else {}
     bench = first.get("benchmark") or {}
@@ -162,6 +178,7 @@ def render_markdown(summary, cells):
             ", ".join(summary["hosts"]), host.get("cpu_model"), host.get("cpu_count"), host.get("gpu_count")),
         "- benchmark: concurrency %s, %s trial(s), %s input / %s output tokens" % (
             bench.get("concurrency"), bench.get("trials"), bench.get("input_len"), bench.get("output_len")),
+        client_cost_text(cells),
         "- fleetopt revision: %s; generated %s" % (summary.get("fleetopt_revision"), summary["generated_at"]),
         "",
         "## Verdicts",

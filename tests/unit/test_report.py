@@ -150,3 +150,14 @@ def test_the_report_states_the_rules_the_design_and_inconclusive_reasons(tmp_pat
     assert summary["settings"]["design"] == design
     assert summary["variants"][1]["verdict"] == "inconclusive"
     assert "c=1: " in summary["variants"][1]["verdict_reason"]
+
+
+def test_the_report_states_the_clients_cost_and_flags_client_bound_runs():
+    from fleetopt.report import client_cost_text
+    cells = [{"variant": "baseline", "benchmark": {"client_wall_s": 100.0, "measured_s": 80.0},
+              "levels": [{"concurrency": 16, "client_bound": True}, {"concurrency": 1, "client_bound": False}]},
+             {"variant": "v", "benchmark": {"client_wall_s": 100.0, "measured_s": 90.0}, "levels": []}]
+    text = client_cost_text(cells)
+    assert "200 s of wall time for 170 s measured (overhead 15 %)" in text
+    assert "1 run(s) client-bound" in text and "baseline c=16" in text
+    assert client_cost_text([{"variant": "old", "benchmark": {}, "levels": []}]).endswith("not recorded")
