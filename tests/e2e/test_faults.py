@@ -36,7 +36,9 @@ def test_server_killed_during_the_benchmark_is_a_crashed_cell_and_the_campaign_g
     killer.start()
     rc, output = run_fleetopt("run", "--only", "float32_compute",
                               *isolated(tmp_path, port, "e2e-killed", concurrency=(1, 2, 4)),
-                              "-e", "campaign_bench_prompts_per_concurrency=60", "-e", "campaign_bench_output_len=128")
+                              # A run of ~10 s at concurrency 1 (8 prompts of 128 tokens after as many warm-ups):
+                              # long enough to be killed in, short enough not to make the baseline's benchmark long.
+                              "-e", "campaign_bench_prompts_per_concurrency=8", "-e", "campaign_bench_output_len=128")
     killer.join(timeout=5)
     assert rc == 0, output[-3000:]
     cell = read_cell(tmp_path, "e2e-killed", "float32_compute")
