@@ -1,9 +1,10 @@
 """Verdicts on the real engine that hold when the campaign runs again: one campaign of the
 embedded default's design (two launches per variant in ABBA order, A/A, sequential trials) with
-effects planted at concurrency 4 (tests/fixtures/planted_effects.yml). The baseline against
-itself is never a change; a large loss is `regressed` (or, on a host whose A/A cannot show
-equivalence, `inconclusive` with its own comparison `regressed`); a small real loss is never
-called `neutral`. tests/benchmarks/verdicts_hold.py repeats this campaign and counts."""
+the large effect planted at concurrency 4 (tests/fixtures/planted_effects.yml). The baseline
+against itself is never a change; the large loss is `regressed` (or, on a host whose A/A cannot
+show equivalence, `inconclusive` with its own comparison `regressed`).
+tests/benchmarks/verdicts_hold.py repeats the campaign with the small planted effect as well and
+counts; CI's 90 minutes carry one campaign of the A/A and the large effect."""
 import json
 
 import pytest
@@ -19,7 +20,8 @@ DESIGN = {"campaign_launches": 2, "campaign_bench_max_trials": 3, "campaign_benc
 @pytest.fixture(scope="module")
 def summary(tmp_path_factory, local_engine):
     base = tmp_path_factory.mktemp("verdicts")
-    optimizations = [dict({k: v for k, v in o.items() if k != "expect"}, tier=9) for o in PLANTED["optimizations"]]
+    optimizations = [dict({k: v for k, v in o.items() if k != "expect"}, tier=9) for o in PLANTED["optimizations"]
+                     if o["id"] == "planted_large"]
     rc, output = run_fleetopt(
         "run", "--only", ",".join(o["id"] for o in optimizations), "--aa",
         *isolated(base, free_port(), "e2e-verdicts", trials=2, concurrency=PLANTED["settings"]["campaign_bench_concurrency"],
@@ -39,13 +41,13 @@ def expected(name):
 
 def test_every_variant_ran_twice_in_counterbalanced_order_and_the_report_says_so(summary):
     data, base, output = summary
-    for name in ("baseline", "baseline_aa", "planted_large", "planted_small"):
+    for name in ("baseline", "baseline_aa", "planted_large"):
         assert variant(data, name)["launches"] == 2, variant(data, name)
     assert "counterbalanced" in data["settings"]["design"]["order"]
     order = [line.split("Run ", 1)[1].split("]", 1)[0] for line in output.splitlines()
              if "TASK [campaign : Run " in line and "each launch" not in line]
-    assert order == ["baseline", "planted_large", "planted_small", "baseline_aa",
-                     "baseline_aa.launch2", "planted_small.launch2", "planted_large.launch2", "baseline.launch2"], order
+    assert order == ["baseline", "planted_large", "baseline_aa",
+                     "baseline_aa.launch2", "planted_large.launch2", "baseline.launch2"], order
     assert "counterbalanced" in (base / "results" / "e2e-verdicts" / "report.md").read_text()
 
 
@@ -65,13 +67,6 @@ def test_a_large_planted_loss_is_regressed(summary):
         assert large["verdict"] in expected("planted_large"), large
     else:  # the host could not show its baseline equals itself: nothing it measured is a verdict
         assert large["verdict"] == "inconclusive" and large["verdict_before_aa"] in expected("planted_large"), large
-
-
-def test_a_small_planted_loss_is_never_called_neutral(summary):
-    data, _, _ = summary
-    small = variant(data, "planted_small")
-    assert small.get("verdict_before_aa", small["verdict"]) in expected("planted_small"), small
-    assert small["verdict"] in ("regressed", "inconclusive"), small
 
 
 def test_each_level_records_its_precision_and_the_clients_cost(summary):
