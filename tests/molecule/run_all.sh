@@ -31,18 +31,38 @@ else
 fi
 
 mkdir -p "$LOG_DIR"
+# Scenarios run two at a time (FLEETOPT_MOLECULE_JOBS): each spends much of its time waiting on
+# podman and apt, and each has its own containers and molecule state.
+jobs_max="${FLEETOPT_MOLECULE_JOBS:-2}"
+results="$(mktemp -d)"
+trap 'rm -rf "$results"' EXIT
+
+run_scenario() {
+  local role="$1" log="$LOG_DIR/$1.log" start=$SECONDS
+  if (cd "$ROOT/roles/$role" && molecule test) >"$log" 2>&1; then
+    printf 'PASS %-26s %4ss  (%s)\n' "$role" $((SECONDS - start)) "$log" | tee "$results/$role.pass"
+  else
+    printf 'FAIL %-26s %4ss  (%s)\n' "$role" $((SECONDS - start)) "$log" | tee "$results/$role.fail"
+    tail -n 40 "$log" | sed 's/^/    /'
+  fi
+}
+
+for role in "${roles[@]}"; do
+  while (($(jobs -rp | wc -l) >= jobs_max)); do
+    wait -n
+  done
+  run_scenario "$role" &
+  sleep 15  # molecule's start-up (its prerun, the podman checks) is not made for two at once
+done
+wait
+
 passed=0 failed=0 failures=()
 for role in "${roles[@]}"; do
-  log="$LOG_DIR/$role.log"
-  start=$SECONDS
-  if (cd "$ROOT/roles/$role" && molecule test) >"$log" 2>&1; then
+  if [[ -e "$results/$role.pass" ]]; then
     passed=$((passed + 1))
-    printf 'PASS %-26s %4ss  (%s)\n' "$role" $((SECONDS - start)) "$log"
   else
     failed=$((failed + 1))
     failures+=("$role")
-    printf 'FAIL %-26s %4ss  (%s)\n' "$role" $((SECONDS - start)) "$log"
-    tail -n 40 "$log" | sed 's/^/    /'
   fi
 done
 
