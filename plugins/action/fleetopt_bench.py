@@ -21,7 +21,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import math
 import time
 
 from ansible.plugins.action import ActionBase
@@ -39,8 +38,7 @@ def halfwidth_pct(values):
     mean = sum(values) / len(values)
     if mean == 0:
         return None
-    std = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
-    return float(stats.t.ppf(0.975, len(values) - 1)) * std / math.sqrt(len(values)) / abs(mean) * 100.0
+    return float(stats.t.ppf(0.975, len(values) - 1) * stats.sem(values)) / abs(mean) * 100.0
 
 
 class ActionModule(ActionBase):
