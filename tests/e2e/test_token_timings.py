@@ -16,7 +16,10 @@ loaded it (load average 5-16), 64 input and 64 output tokens:
 The floor of 1 ms is a tenth of the slowest request's median measured with the default model,
 so a faster CI machine still passes, and a hundred times the old model's median. A loaded machine
 stalls the API server now and then and the tokens of the stall arrive together, hence the allowance
-of a quarter of the ITLs under 0.5 ms (the old model: over half).
+of a quarter of the ITLs under 0.5 ms at concurrency 1 (the old model: 90 %).
+At concurrency 4 the share of bursts says how busy the API server is, not whether a decode step is
+measurable: CI's machine, faster than this one (median ITL 5.8 ms at c=1), saw 36 % at c=4 where
+this one sees 0 %. There the median ITL is the check (the old model: 0.01 ms).
 """
 import json
 import statistics
@@ -88,5 +91,5 @@ def test_decode_steps_take_measurable_time_and_ttft_is_a_minority_of_a_request(l
     seen = {c: timings(r) for c, r in results.items()}
     for concurrency, t in seen.items():
         assert t["median_itl_ms"] > 1000 * ITL_FLOOR_S, (concurrency, seen)
-        assert t["burst_share"] < MAX_BURST_SHARE, (concurrency, seen)
+    assert seen[1]["burst_share"] < MAX_BURST_SHARE, seen
     assert statistics.median(seen[1]["ttft_share"]) < MAX_TTFT_SHARE, seen
