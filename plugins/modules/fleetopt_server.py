@@ -173,6 +173,15 @@ options:
     type: str
     choices: [warm, cold]
     default: warm
+  label:
+    description:
+      - What the server is for, as a mapping of your choice (the campaign sets C(campaign), C(cell),
+        C(variant) and C(launch)). It is kept in the state file and returned as RV(server.label) by every
+        later call on the slot, a stop included, so whoever finds a server left by an interrupted run
+        (or stopped by its lease since) knows what it served.
+      - Not part of the configuration; a running server with the same configuration is kept and takes
+        the new label. Only used with O(state=started).
+    type: dict
 notes:
   - Supports check mode; nothing is launched or signalled in check mode.
   - Linux only (reads C(/proc)).
@@ -291,6 +300,22 @@ server:
         - What a stop did (signalled, killed, remaining, port_free, gpu_released, elapsed_s, complete) and
           C(gpu_memory) with per-GPU used memory before the launch and after the stop.
       type: dict
+    label:
+      description: The O(label) the server was started with (or last given), also when a later stop finds it; null without one.
+      type: dict
+      sample: {"campaign": "nightly", "cell": "torch_compile", "variant": "torch_compile", "launch": 1}
+    stopped_by:
+      description: C(lease) when the supervisor stopped the server because its lease ran out, else null.
+      type: str
+      sample: lease
+    lease_expired_at:
+      description: Epoch seconds (the host's clock) at which the lease ran out, when RV(server.stopped_by) is C(lease).
+      type: float
+      sample: 1767268800.5
+    ended_at:
+      description: Epoch seconds (the host's clock) at which the server exited, as its supervisor recorded it, else null.
+      type: float
+      sample: 1767268801.9
     cache:
       description: Where the compilation and JIT caches of this launch live; null without O(cache_dir).
       type: dict
@@ -389,6 +414,7 @@ def module_args():
         follow_slice=dict(type="float"),
         cache_dir=dict(type="path"),
         cache_mode=dict(type="str", choices=list(fleetopt_cache.MODES), default="warm"),
+        label=dict(type="dict"),
     )
 
 
@@ -467,6 +493,9 @@ def public_view(state, extra=None):
         "lease_path": state.get("lease_path"),
         "gpu_before_mib": state.get("gpu_before_mib"),
         "stopped_by": state.get("stopped_by"),
+        "lease_expired_at": state.get("lease_expired_at"),
+        "ended_at": state.get("ended_at"),
+        "label": state.get("label"),
         "cache": state.get("cache"),
     }
     view.update(extra or {})
@@ -574,7 +603,7 @@ class Lifecycle:
 
     def absorb_supervisor_status(self, state):
         status = self.slot.supervisor_status()
-        for key in ("exit_code", "ready_written_at", "stopped_by", "lease_expired_at"):
+        for key in ("exit_code", "ended_at", "ready_written_at", "stopped_by", "lease_expired_at"):
             if status.get(key) is not None:
                 state[key] = status[key]
         return state
@@ -612,6 +641,9 @@ class Lifecycle:
         if (state and server_alive(state) and state["config_hash"] == wanted and state.get("cache_key") == cache_key
                 and state["status"] in ("starting", "ready")):
             self.renew_lease(state)
+            if self.p["label"] is not None and state.get("label") != self.p["label"] and not self.module.check_mode:
+                state["label"] = self.p["label"]
+                self.slot.save(state)
             if self.p["follow_slice"] is None and state["status"] == "ready":
                 return self.finish(state, changed=False)
             return self.follow(state, adapter, changed=False)
@@ -733,6 +765,7 @@ class Lifecycle:
             "cache": cache,
             "cache_key": cache_identity(cache_plan),
             "launched_at": launched_at,
+            "label": self.p["label"],
             "status": "starting",
             "offset": 0,
             "watcher": None,

@@ -168,18 +168,47 @@ def test_readiness_latency_is_measured_from_the_ready_lines_write(scripted_pytho
         run_module("fleetopt_server", server_args(python, state="stopped"))
 
 
-def test_a_lease_that_is_not_renewed_stops_the_server_and_says_so(scripted_python, server_args, port):
+def test_a_lease_that_is_not_renewed_stops_the_server_and_says_so(scripted_python, server_args, port, tmp_path):
     python = scripted_python({"lines": READY, "serve_health_on": port, "spawn_child": True})
-    started = run_module("fleetopt_server", server_args(python, lease_s=2))
+    label = {"campaign": "nightly", "cell": "float32_compute", "variant": "float32_compute", "launch": 1}
+    started = run_module("fleetopt_server", server_args(python, lease_s=2, label=label))
+    assert started["server"]["label"] == label
     sid = started["server"]["sid"]
     deadline = time.time() + 15
     while session_alive(sid) and time.time() < deadline:
         time.sleep(0.2)
     assert not session_alive(sid), "the lease ran out and nobody stopped the server and its child"
+    # Check mode says what it found and keeps the state file for the real run.
+    looked = run_module("fleetopt_server", server_args(python, state="stopped"), check_mode=True)
+    assert looked["died"] is True and looked["server"]["label"] == label
+    assert (tmp_path / "run" / "t.json").exists()
     result = run_module("fleetopt_server", server_args(python, state="stopped"))
     assert result["died"] is True
     assert result["server"]["failure"]["failure_class"] == "lease_expired"
     assert "Stopped by its lease at" in result["server"]["failure"]["root_cause"]
+    # Whoever finds it knows which cell of which campaign it served, and when the lease ended.
+    assert result["server"]["label"] == label
+    assert result["server"]["stopped_by"] == "lease"
+    assert started["server"]["lease_path"] and time.time() - 15 < result["server"]["lease_expired_at"] < time.time()
+    assert not (tmp_path / "run" / "t.json").exists()
+
+
+def test_the_label_is_kept_in_the_state_and_follows_the_running_server(scripted_python, server_args, port, tmp_path):
+    python = scripted_python({"lines": READY, "serve_health_on": port})
+    first = run_module("fleetopt_server", server_args(python, label={"campaign": "c1", "cell": "baseline"}))
+    try:
+        assert json.loads((tmp_path / "run" / "t.json").read_text())["label"] == {"campaign": "c1", "cell": "baseline"}
+        # The same configuration for another cell keeps the server (no change) and takes the new label.
+        again = run_module("fleetopt_server", server_args(python, label={"campaign": "c1", "cell": "baseline_aa"}))
+        assert again["changed"] is False and again["server"]["pid"] == first["server"]["pid"]
+        assert again["server"]["label"] == {"campaign": "c1", "cell": "baseline_aa"}
+        looked = run_module("fleetopt_server", server_args(python, label={"campaign": "c1", "cell": "x"}), check_mode=True)
+        assert looked["changed"] is False
+        assert json.loads((tmp_path / "run" / "t.json").read_text())["label"]["cell"] == "baseline_aa"
+    finally:
+        stopped = run_module("fleetopt_server", server_args(python, state="stopped"))
+    assert stopped["server"]["status"] == "stopped" and stopped["server"]["label"]["cell"] == "baseline_aa"
+    assert stopped["server"]["stopped_by"] is None
 
 
 def test_a_renewed_lease_never_stops_a_healthy_server(scripted_python, server_args, port):
