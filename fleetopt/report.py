@@ -166,6 +166,16 @@ def client_cost_text(cells):
     return text
 
 
+def leftovers_text(summary):
+    """The servers an interrupted run left, as this campaign found them; empty when there were none."""
+    notes = summary.get("leftover_servers") or []
+    if not notes:
+        return []
+    return ["## Servers left by an interrupted run", "",
+            "What the campaign found in each host's server slot before that host's variants ran "
+            "(a server nothing renews runs for at most campaign_lease_s):", ""] + ["- %s" % n["text"] for n in notes] + [""]
+
+
 def render_markdown(summary, cells):
     first = cells[0] if cells else {}
     bench = first.get("benchmark") or {}
@@ -201,6 +211,7 @@ def render_markdown(summary, cells):
         "",
         problems_table(cells),
         "",
+    ] + leftovers_text(summary) + [
         "## Start-up",
         "",
         startup_table(cells),

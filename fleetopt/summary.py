@@ -12,6 +12,7 @@ import pathlib
 
 from fleetopt import stats, verdicts
 from fleetopt.launches import campaign_design, launch_number, merge_launches
+from fleetopt.leftovers import leftover_notes
 
 SUMMARY_METRICS = (
     "output_throughput", "total_throughput", "request_throughput",
@@ -232,5 +233,6 @@ def build_summary(campaign_dir, cells, verdict_metric="output_throughput", confi
         "variants": summaries,
         "noise_floor": floor,
         "aa": aa,
+        "leftover_servers": leftover_notes(campaign_dir, cells),
         "cells": rows,
     }
