@@ -1,7 +1,8 @@
 """Nothing keeps holding the engine when the controller goes away: Ctrl-C stops the benchmark
 client at once and says what still runs; a SIGKILLed ansible-playbook leaves the server to its
-lease, which stops it; and a lease renewed by a running campaign never stops a healthy server,
-even when one benchmark run lasts longer than the lease."""
+lease, which stops it, and the same campaign id run again records which cell the lease stopped
+(summary and reports), keeps the finished cells and measures that one; and a lease renewed by a
+running campaign never stops a healthy server, even when one benchmark run lasts longer than the lease."""
 import json
 import os
 import pathlib
@@ -70,8 +71,8 @@ def test_a_killed_controller_leaves_the_server_to_its_lease_and_a_renewed_lease_
     port = free_port()
     # One run lasts longer than the lease (8 prompts of 160 tokens, one at a time): the baseline is
     # only measured because the benchmark renews the lease while it runs.
-    campaign = playbook(tmp_path, port, "gone-sigkill", campaign_bench_min_prompts=8,
-                        campaign_bench_prompts_per_concurrency=8, campaign_bench_output_len=160)
+    bench = dict(campaign_bench_min_prompts=8, campaign_bench_prompts_per_concurrency=8, campaign_bench_output_len=160)
+    campaign = playbook(tmp_path, port, "gone-sigkill", **bench)
     cells = tmp_path / "results" / "gone-sigkill" / "cells" / "localhost"
     try:
         wait_for(lambda: (cells / "baseline.json").exists(), 400, "the baseline cell")
@@ -90,3 +91,28 @@ def test_a_killed_controller_leaves_the_server_to_its_lease_and_a_renewed_lease_
     assert stopped_at - killed_at < LEASE_S + 60
     status = json.loads((tmp_path / "state" / "run" / ("vllm-%d.status" % port)).read_text())
     assert status["stopped_by"] == "lease"
+
+    # The same campaign id again: it records what the lease stopped (the cell it served), keeps the
+    # finished baseline and measures the interrupted cell.
+    rerun = playbook(tmp_path, port, "gone-sigkill", **bench)
+    try:
+        output = rerun.communicate(timeout=600)[0].decode()
+    finally:
+        if rerun.poll() is None:
+            os.killpg(rerun.pid, signal.SIGKILL)
+    assert rerun.returncode == 0, output[-3000:]
+    assert "baseline: ok, already measured in this campaign" in output
+    results = tmp_path / "results" / "gone-sigkill"
+    summary = json.loads((results / "summary.json").read_text())
+    [note] = summary["leftover_servers"]
+    assert (note["host"], note["cell"], note["campaign"], note["stopped_by"]) == (
+        "localhost", "float32_compute", "gone-sigkill", "lease")
+    assert note["failure_class"] == "lease_expired" and note["measured_again"] is True, note
+    assert note["text"].startswith("float32_compute on localhost: stopped by its lease at "), note["text"]
+    assert note["text"].endswith("measured again when this campaign resumed (ok)"), note["text"]
+    assert "- %s" % note["text"] in (results / "report.md").read_text()
+    assert 'data-cell="float32_compute"' in (results / "report.html").read_text()
+    kept = json.loads((cells / "baseline.json").read_text())
+    assert (kept["measured_at"], kept["levels"]) == (baseline["measured_at"], baseline["levels"])
+    remeasured = json.loads((cells / "float32_compute.json").read_text())
+    assert remeasured["status"] == "ok" and remeasured["measured_at"] >= note["found_at"]
