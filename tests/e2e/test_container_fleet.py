@@ -3,7 +3,13 @@ hosts, reached through containers.podman.podman, each running its own real engin
 port in its own network namespace, the modules on the image's own Python.
 
 The tests share one fleet (set up here from scratch: podman, the base image, the containers;
-removed at the end) and one short campaign; the fault tests run their own short campaigns.
+removed at the end) and, to keep CI's time, one campaign as far as they can. In file order:
+  1. `fleetopt run` of ct-fleet is interrupted (SIGINT) once both baselines are measured;
+  2. `ansible-playbook` resumes ct-fleet: it measures only the rest, one variant per host;
+  3. a campaign's controller and connections are killed during start-up: stop_servers.yml stops
+     one container's server, the other's is stopped by its lease;
+  4. ct-fleet resumed with one more variant: a host is lost mid-benchmark, the other finishes;
+  5. the lost host, unreachable from the start of a new campaign: its share becomes cells.
 What runs inside a container is checked from inside it, through `podman exec`.
 """
 import importlib
@@ -21,9 +27,12 @@ from containers.container_fleet import CORES, HOSTS, INVENTORY, PORT, STATE_DIR,
 from e2e.conftest import fleetopt_command
 from helpers import ROOT
 
-ONLY = "float32_compute"  # the cheapest variant: no compilation
-SHORT = {"campaign_bench_concurrency": [1], "campaign_bench_trials": 1}
+ONLY = "float32_compute"  # the cheapest variants: no compilation
+SPREAD = ("async_scheduling", "float32_compute")  # catalog order: host 1 takes the first, host 2 the second
+MORE = ("async_scheduling", "omp_threads_unbound", "float32_compute")  # host 1: async, float32; host 2: omp
+SHORT = {"campaign_bench_concurrency": [1], "campaign_bench_trials": 1, "campaign_launches": 1, "campaign_aa": False}
 STATE_FILE = "%s/run/vllm-%d.json" % (STATE_DIR, PORT)
+STATUS_FILE = "%s/run/vllm-%d.status" % (STATE_DIR, PORT)
 # A host lost, or never there: the reason its cells give.
 HOST_GONE = re.compile(r"unreachable|lost|connection|not running|container", re.I)
 
@@ -42,17 +51,6 @@ def workdir(tmp_path_factory):
     return tmp_path_factory.mktemp("container-fleet")
 
 
-@pytest.fixture(scope="module")
-def campaign(fleet, workdir):
-    """One short campaign over the fleet with `ansible-playbook`, verbose enough (-vvv) to show
-    how each module reached its host."""
-    started = time.time()
-    rc, output = fleet_.ansible_playbook(
-        "-i", INVENTORY, "optimize.yml", "-vvv", "-e", "only=%s" % ONLY, "-e", "campaign_id=ct-fleet",
-        "-e", "campaign_results_dir=%s" % (workdir / "results"), "-e", json.dumps(SHORT))
-    return {"rc": rc, "output": output, "dir": workdir / "results" / "ct-fleet", "wall_s": time.time() - started}
-
-
 def fleetopt_run(workdir, campaign_id, *args):
     return fleetopt_command() + ["run", "-i", str(INVENTORY), "--campaign-id", campaign_id,
                                  "--results", str(workdir / "results"), "--artifacts", str(workdir / "artifacts"),
@@ -65,6 +63,41 @@ def cell(workdir, campaign_id, host, variant):
 
 def no_server_in(host):
     return fleet_.engine_processes(host) == [] and fleet_.listening(host) == []
+
+
+@pytest.fixture(scope="module")
+def interrupted(fleet, workdir):
+    """`fleetopt run` of ct-fleet, SIGINT once both baselines are measured and each host's
+    variant server is up."""
+    cells = workdir / "results" / "ct-fleet" / "cells"
+    campaign = subprocess.Popen(fleetopt_run(workdir, "ct-fleet", "--only", ",".join(SPREAD)),
+                                cwd=str(ROOT), env=fleet_.command_env(), stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT)
+    try:
+        for host in HOSTS:
+            fleet_.wait_for(lambda h=host: (cells / h / "baseline.json").exists(), 900, "the baseline of %s" % host)
+        for host, variant in zip(HOSTS, SPREAD):
+            fleet_.wait_for(lambda h=host, v=variant: fleet_.exists(h, "%s/%s.log" % (host_dir("ct-fleet", h), v))
+                            and fleet_.engine_processes(h), 600, "the %s server on %s" % (variant, host))
+        time.sleep(2)
+        campaign.send_signal(signal.SIGINT)
+        output = campaign.communicate(timeout=300)[0].decode("utf-8", "replace")
+    finally:
+        if campaign.poll() is None:
+            campaign.kill()
+    return {"rc": campaign.returncode, "output": output, "cells": cells,
+            "baselines": {host: cell(workdir, "ct-fleet", host, "baseline") for host in HOSTS}}
+
+
+@pytest.fixture(scope="module")
+def campaign(interrupted, workdir):
+    """ct-fleet resumed with `ansible-playbook`, verbose enough (-vvv) to show how each module
+    reached its host."""
+    started = time.time()
+    rc, output = fleet_.ansible_playbook(
+        "-i", INVENTORY, "optimize.yml", "-vvv", "-e", "only=%s" % ",".join(SPREAD), "-e", "campaign_id=ct-fleet",
+        "-e", "campaign_results_dir=%s" % (workdir / "results"), "-e", json.dumps(SHORT))
+    return {"rc": rc, "output": output, "dir": workdir / "results" / "ct-fleet", "wall_s": time.time() - started}
 
 
 def test_the_fleet_is_idempotent_pinned_and_isolated(fleet):
@@ -104,7 +137,22 @@ def test_modules_run_with_the_containers_own_python(fleet):
                               stderr=subprocess.DEVNULL).returncode != 0
 
 
-def test_the_campaign_runs_on_the_containers_and_merges_into_one_matrix(campaign):
+def test_sigint_stops_every_server_in_every_container_and_keeps_finished_cells(interrupted):
+    output = interrupted["output"]
+    assert interrupted["rc"] == 130, output[-3000:]
+    assert "interrupted; servers stopped; 2 finished cell(s) kept" in output, output[-3000:]
+    # No Ansible worker of the cancelled run survives to start a server again after the stop.
+    assert fleet_.playbooks_on(INVENTORY) == []
+    for host in HOSTS:
+        assert no_server_in(host), (host, fleet_.engine_processes(host))
+    time.sleep(20)  # longer than one slice of following a start-up
+    for host in HOSTS:
+        assert no_server_in(host), (host, fleet_.engine_processes(host))
+        assert interrupted["baselines"][host]["status"] == "ok"
+    assert sorted(p.name for p in interrupted["cells"].glob("*/*.json")) == ["baseline.json", "baseline.json"]
+
+
+def test_the_resumed_campaign_runs_on_the_containers_and_merges_into_one_matrix(campaign, interrupted):
     assert campaign["rc"] == 0, campaign["output"][-5000:]
     output = campaign["output"]
     # Every fleetopt module ran inside its container, through `podman exec`, with the image's Python.
@@ -114,12 +162,17 @@ def test_the_campaign_runs_on_the_containers_and_merges_into_one_matrix(campaign
             assert re.search(shipped, output), "%s did not run through podman exec on %s" % (module, host)
     summary = json.loads((campaign["dir"] / "summary.json").read_text())
     measured = {(row["host"], row["variant"]): row for row in summary["cells"]}
-    assert set(measured) == {("fleetopt-host-1", "baseline"), ("fleetopt-host-1", ONLY),
-                             ("fleetopt-host-2", "baseline")}, sorted(measured)
+    # The variants are spread (host k of 2 takes every 2nd), each host has its own baseline.
+    assert set(measured) == {("fleetopt-host-1", "baseline"), ("fleetopt-host-1", SPREAD[0]),
+                             ("fleetopt-host-2", "baseline"), ("fleetopt-host-2", SPREAD[1])}, sorted(measured)
     assert all(row["status"] == "ok" for row in measured.values()), measured
+    for host, variant in zip(HOSTS, SPREAD):
+        assert measured[(host, variant)]["vs_baseline"] is not None  # compared with its own host's baseline
     assert (campaign["dir"] / "report.md").exists()
     for host, variant in measured:
         result = json.loads((campaign["dir"] / "cells" / host / ("%s.json" % variant)).read_text())
+        if variant == "baseline":  # measured before the interrupt and kept, not measured again
+            assert result == interrupted["baselines"][host]
         assert result["provenance"]["host"]["hostname"] == host  # measured inside that container
         argv = result["launch"]["argv"]
         assert argv[argv.index("--host") + 1] == "127.0.0.1" and argv[argv.index("--port") + 1] == str(PORT)
@@ -135,12 +188,14 @@ def test_the_campaign_runs_on_the_containers_and_merges_into_one_matrix(campaign
         assert not fleet_.exists(host, STATE_FILE)
 
 
-def test_stop_servers_stops_servers_left_in_the_containers(fleet, workdir):
-    # The controller dies (ansible-playbook and all it started, at once): a server starting in
-    # each container is left behind.
+def test_servers_left_by_a_lost_controller_stop_by_stop_servers_or_by_their_lease(fleet, workdir):
+    # The controller and its connections die at once (ansible-playbook, its workers and their
+    # `podman exec` clients): a server starting in each container is left behind.
+    lease_s = 30
     playbook = subprocess.Popen(
         [str(fleet_.venv_bin() / "ansible-playbook"), "-i", str(INVENTORY), "optimize.yml", "-e", "only=%s" % ONLY,
-         "-e", "campaign_id=ct-left", "-e", "campaign_results_dir=%s" % (workdir / "results"), "-e", json.dumps(SHORT)],
+         "-e", "campaign_id=ct-left", "-e", "campaign_results_dir=%s" % (workdir / "results"), "-e", json.dumps(SHORT),
+         "-e", "campaign_lease_s=%d" % lease_s],
         cwd=str(ROOT), env=fleet_.command_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         start_new_session=True)
     try:
@@ -149,79 +204,56 @@ def test_stop_servers_stops_servers_left_in_the_containers(fleet, workdir):
     finally:
         fleet_.kill_tree(playbook.pid)
         playbook.wait()
+    cut_at = time.time()
     for host in HOSTS:
         # A module run already inside the container goes on to its end (`podman exec` sends no
         # hang-up): at most one 15 s slice of following the start-up.
         fleet_.wait_for(lambda h=host: not fleet_.modules_in_flight(h), 120, "the module runs on %s to end" % host)
         assert fleet_.engine_processes(host), "no server was left on %s" % host
 
-    rc, output = fleet_.ansible_playbook("-i", INVENTORY, "playbooks/stop_servers.yml")
+    # The operator stops one container's server at once ...
+    rc, output = fleet_.ansible_playbook("-i", INVENTORY, "playbooks/stop_servers.yml", "--limit", HOSTS[1])
     assert rc == 0, output[-3000:]
-    for host in HOSTS:
-        assert no_server_in(host), fleet_.engine_processes(host)
-        assert not fleet_.exists(host, STATE_FILE)
+    assert no_server_in(HOSTS[1]), fleet_.engine_processes(HOSTS[1])
+    assert not fleet_.exists(HOSTS[1], STATE_FILE)
+    # ... and nobody renews the other's lease: its watchdog stops it, inside the container, and says why.
+    fleet_.wait_for(lambda: no_server_in(HOSTS[0]), lease_s + 120, "the lease to stop the server on %s" % HOSTS[0],
+                    interval=2)
+    status = json.loads(fleet_.in_host(HOSTS[0], "cat", STATUS_FILE))  # the watchdog's own record
+    assert status["stopped_by"] == "lease", status
+    # Renewed last by the module run that outlived the cut (at most a 15 s slice), then run out.
+    assert status["lease_expired_at"] >= cut_at + lease_s - 16, (status["lease_expired_at"], cut_at)
+    assert json.loads(fleet_.in_host(HOSTS[0], "cat", STATE_FILE))["label"]["campaign"] == "ct-left"
 
 
-def test_sigint_stops_every_server_in_every_container_and_keeps_finished_cells(fleet, workdir):
-    cells = workdir / "results" / "ct-sigint" / "cells"
-    # In catalog order: host 1 gets the baseline and async_scheduling, host 2 the baseline and float32_compute.
-    campaign = subprocess.Popen(fleetopt_run(workdir, "ct-sigint", "--only", "float32_compute,async_scheduling"),
-                                cwd=str(ROOT), env=fleet_.command_env(), stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT)
+def test_a_host_lost_mid_benchmark_is_a_cell_and_the_other_host_finishes(campaign, workdir):
+    # ct-fleet with one more variant: host 1 keeps its baseline and async_scheduling and measures
+    # float32_compute; host 2 keeps its own and measures omp_threads_unbound.
+    lost, other = HOSTS
+    raw = "%s/bench/%s-c1-t1.out" % (host_dir("ct-fleet", lost), ONLY)
+    campaign_run = subprocess.Popen(fleetopt_run(workdir, "ct-fleet", "--only", ",".join(MORE)),
+                                    cwd=str(ROOT), env=fleet_.command_env(), stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT)
     try:
-        for host in HOSTS:
-            fleet_.wait_for(lambda h=host: (cells / h / "baseline.json").exists(), 900, "the baseline of %s" % host)
-        for host, variant in (("fleetopt-host-1", "async_scheduling"), ("fleetopt-host-2", "float32_compute")):
-            fleet_.wait_for(lambda h=host, v=variant: fleet_.exists(h, "%s/%s.log" % (host_dir("ct-sigint", h), v))
-                            and fleet_.engine_processes(h), 600, "the %s server on %s" % (variant, host))
-        time.sleep(2)
-        campaign.send_signal(signal.SIGINT)
-        output = campaign.communicate(timeout=300)[0].decode("utf-8", "replace")
-    finally:
-        if campaign.poll() is None:
-            campaign.kill()
-    assert campaign.returncode == 130, output[-3000:]
-    assert "interrupted; servers stopped; 2 finished cell(s) kept" in output, output[-3000:]
-    # No Ansible worker of the cancelled run survives to start a server again after the stop.
-    assert fleet_.playbooks_on(INVENTORY) == []
-    for host in HOSTS:
-        assert no_server_in(host), (host, fleet_.engine_processes(host))
-    time.sleep(20)  # longer than one slice of following a start-up
-    for host in HOSTS:
-        assert no_server_in(host), (host, fleet_.engine_processes(host))
-        assert cell(workdir, "ct-sigint", host, "baseline")["status"] == "ok"
-    assert sorted(p.name for p in cells.glob("*/*.json")) == ["baseline.json", "baseline.json"]
-
-
-def test_a_host_lost_mid_benchmark_is_a_cell_and_the_other_host_finishes(fleet, workdir):
-    fleet_.up()
-    lost = "fleetopt-host-1"  # the baseline, then float32_compute; fleetopt-host-2 runs its baseline only
-    raw = "%s/bench/%s-c1-t1.out" % (host_dir("ct-lost", lost), ONLY)
-    campaign = subprocess.Popen(fleetopt_run(workdir, "ct-lost", "--only", ONLY,
-                                             "-e", "campaign_bench_min_prompts=300", "-e", "campaign_bench_output_len=128"),
-                                cwd=str(ROOT), env=fleet_.command_env(), stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT)
-    try:
-        fleet_.wait_for(lambda: fleet_.exists(lost, raw), 1500, "the benchmark of %s on %s" % (ONLY, lost))
-        time.sleep(1)
+        fleet_.wait_for(lambda: fleet_.exists(lost, raw), 1200, "the benchmark of %s on %s" % (ONLY, lost), interval=0.2)
         fleet_.kill(lost)
-        output = campaign.communicate(timeout=900)[0].decode("utf-8", "replace")
+        output = campaign_run.communicate(timeout=900)[0].decode("utf-8", "replace")
     finally:
-        if campaign.poll() is None:
-            campaign.kill()
-    assert campaign.returncode == 1, output[-3000:]
-    summary = json.loads((workdir / "results" / "ct-lost" / "summary.json").read_text())
+        if campaign_run.poll() is None:
+            campaign_run.kill()
+    assert campaign_run.returncode == 1, output[-3000:]
+    summary = json.loads((workdir / "results" / "ct-fleet" / "summary.json").read_text())
     rows = {(row["host"], row["variant"]): row for row in summary["cells"]}
-    assert rows[("fleetopt-host-2", "baseline")]["status"] == "ok"
-    assert rows[(lost, "baseline")]["status"] == "ok"
-    assert (workdir / "results" / "ct-lost" / "report.md").exists()
-    gone = cell(workdir, "ct-lost", lost, ONLY)
+    assert rows[(other, "omp_threads_unbound")]["status"] == "ok", rows
+    assert rows[(lost, "baseline")]["status"] == "ok" and rows[(lost, SPREAD[0])]["status"] == "ok"
+    assert (workdir / "results" / "ct-fleet" / "report.md").exists()
+    gone = cell(workdir, "ct-fleet", lost, ONLY)
     assert gone["status"] != "ok" and HOST_GONE.search(gone["reason"] or ""), gone
 
 
 def test_a_host_unreachable_from_the_start_has_its_share_as_cells(fleet, workdir):
-    gone = "fleetopt-host-1"
-    if fleet_.running(gone):
+    gone = HOSTS[0]
+    if fleet_.running(gone):  # lost in the test before; stopped here when that test did not run
         fleet_.stop(gone)
     try:
         proc = subprocess.run(fleetopt_run(workdir, "ct-gone", "--only", ONLY), cwd=str(ROOT),
@@ -231,10 +263,11 @@ def test_a_host_unreachable_from_the_start_has_its_share_as_cells(fleet, workdir
     output = proc.stdout.decode("utf-8", "replace")
     assert proc.returncode == 1, output[-3000:]
     assert "unreachable host(s): %s" % gone in output
-    assert cell(workdir, "ct-gone", "fleetopt-host-2", "baseline")["status"] == "ok"
     assert (workdir / "results" / "ct-gone" / "report.md").exists()
-    for variant in ("baseline", ONLY):  # its share: its own baseline and every other optimization
-        result = cell(workdir, "ct-gone", gone, variant)
-        assert result["status"] != "ok" and HOST_GONE.search(result["reason"] or ""), result
     summary = json.loads((workdir / "results" / "ct-gone" / "summary.json").read_text())
-    assert {(row["host"], row["variant"]) for row in summary["cells"]} >= {(gone, "baseline"), (gone, ONLY)}
+    # Its share (its own baseline and every 2nd optimization) is in the matrix, with the reason.
+    assert {(r["host"], r["variant"], r["status"]) for r in summary["cells"]} == {
+        (HOSTS[1], "baseline", "ok"), (gone, "baseline", "skipped"), (gone, ONLY, "skipped")}, summary["cells"]
+    for variant in ("baseline", ONLY):
+        result = cell(workdir, "ct-gone", gone, variant)
+        assert result["reason"].startswith("not run: host unreachable:"), result["reason"]

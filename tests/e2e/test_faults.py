@@ -118,23 +118,6 @@ def test_a_full_disk_is_refused_before_anything_starts(tmp_path, local_engine, m
     assert not (tmp_path / "state").exists()
 
 
-def test_one_unreachable_host_does_not_stop_the_others(tmp_path, local_engine):
-    rc, output = run_fleetopt("run", "--only", "float32_compute", "-i",
-                              str(ROOT / "tests" / "e2e" / "inventories" / "with_unreachable.yml"),
-                              "--campaign-id", "e2e-dark", "--results", str(tmp_path / "results"),
-                              "--artifacts", str(tmp_path / "artifacts"),
-                              "-e", "campaign_state_dir=%s" % (tmp_path / "state"),
-                              "-e", json.dumps(dict(SINGLE_LAUNCH, campaign_bench_concurrency=[1], campaign_bench_trials=1)))
-    assert rc == 1, output[-3000:]
-    assert "unreachable host(s): gone" in output
-    summary = json.loads((tmp_path / "results" / "e2e-dark" / "summary.json").read_text())
-    # The unreachable host's share (its own baseline) is in the matrix, with the reason.
-    assert {(r["host"], r["variant"], r["status"]) for r in summary["cells"]} == {
-        ("engine-a", "baseline", "ok"), ("engine-a", "float32_compute", "ok"), ("gone", "baseline", "skipped")}
-    gone = next(r for r in summary["cells"] if r["host"] == "gone")
-    assert gone["reason"].startswith("not run: host unreachable:"), gone["reason"]
-
-
 def test_a_stop_that_cannot_free_the_gpu_makes_the_host_unhealthy_and_the_report_is_still_written(tmp_path, local_engine):
     # An nvidia-smi whose GPU is free before the first launch and never again after it: the
     # memory a stopped server held does not come back, as when a process escaped the stop.
