@@ -3,6 +3,7 @@
 tests/fixtures/sglang/args/<version>.txt hold the option strings that SGLang's own parser
 accepts in 0.5.9, 0.5.10 and 0.5.23 (made by snapshot_args.py from the released wheels).
 """
+import json
 import pathlib
 
 import pytest
@@ -250,16 +251,24 @@ def test_bench_command_is_offline_and_version_aware(version, module):
     assert adapter.bench_env()["HF_HUB_OFFLINE"] == "1"
 
 
-@pytest.mark.parametrize("sample,output_throughput", [
-    ("bench_0.5.6.jsonl", 1520.21), ("bench_0.5.9.jsonl", 1520.21), ("bench_0.5.23.jsonl", 1565.8163),
-])
-def test_bench_results_of_each_release_parse(sample, output_throughput):
-    metrics = SglangAdapter("0.5.9").parse_bench_result(str(BENCH / sample))
-    assert metrics["output_throughput"] == pytest.approx(output_throughput)
-    assert metrics["completed"] == 2048
-    assert metrics["duration_s"] == pytest.approx(1379.52)
-    assert metrics["p99_e2e_latency_ms"] and metrics["mean_ttft_ms"] and metrics["p99_itl_ms"]
-    assert metrics["failed"] is None
+def test_bench_results_of_each_release_parse():
+    """0.5.6's record is written to the key list of its source; 0.5.9's and 0.5.23's were written by the
+    real clients, run with the adapter's flags against the local vLLM server (tests/e2e/test_sglang_client.py
+    with FLEETOPT_RECORD_SGLANG_BENCH=1): 8 prompts of 16 output tokens at concurrency 2."""
+    old = SglangAdapter("0.5.6").parse_bench_result(str(BENCH / "bench_0.5.6.jsonl"))
+    assert old["output_throughput"] == pytest.approx(1520.21)  # the last of its two records
+    assert old["completed"] == 2048 and old["duration_s"] == pytest.approx(1379.52)
+    assert old["p99_e2e_latency_ms"] and old["mean_ttft_ms"] and old["p99_itl_ms"]
+    assert old["failed"] is None  # written without --output-details: no per-request errors to count
+    for version in ("0.5.9", "0.5.23"):
+        record = json.loads((BENCH / ("bench_%s.jsonl" % version)).read_text().splitlines()[-1])
+        metrics = SglangAdapter(version).parse_bench_result(str(BENCH / ("bench_%s.jsonl" % version)))
+        assert metrics["completed"] == 8 and metrics["failed"] == 0, version
+        assert metrics["duration_s"] == record["duration"] > 0
+        assert metrics["output_throughput"] == pytest.approx(8 * 16 / record["duration"], rel=0.01)
+        for key in ("mean_ttft_ms", "p99_ttft_ms", "mean_tpot_ms", "mean_itl_ms", "p99_itl_ms",
+                    "mean_e2e_latency_ms", "p99_e2e_latency_ms", "request_throughput", "total_throughput"):
+            assert metrics[key] == record[key] and metrics[key] > 0, (version, key)
 
 
 def test_zero_completed_is_a_failure_with_the_first_error():
