@@ -9,6 +9,12 @@ scripts/bootstrap.sh || exit 1
 export PATH="$PWD/.venv/bin:$PATH"
 status=0
 
+# SGLang's benchmark client (two venvs, minutes to build on a fresh machine) is built while lint
+# and the first tests run; tests/e2e/test_sglang_client.py waits for it through the build's lock.
+mkdir -p artifacts
+setsid python tests/fixtures/sglang/client/provision.py 0.5.9 0.5.23 > artifacts/sglang-client-provision.log 2>&1 &
+sglang_client_build=$!
+
 echo "== provisioning the local engine the end-to-end tests use"
 ansible-playbook playbooks/setup_local.yml || exit 1
 
@@ -20,6 +26,8 @@ tests/browser/ensure_chromium.sh || exit 1
 
 echo "== pytest"
 python -m pytest "$@" || status=1
+# A build no test waited for (a run of some tests only) is not left behind; the next run redoes it.
+kill -- -"$sglang_client_build" 2>/dev/null
 
 if [ -x tests/molecule/run_all.sh ] && [ "${FLEETOPT_SKIP_MOLECULE:-0}" != 1 ]; then
   echo "== molecule"
