@@ -375,7 +375,7 @@ from ansible.module_utils.fleetopt_logwatch import LogWatcher
 from ansible.module_utils.fleetopt_process import (
     cmdline, pid_alive, port_in_use, port_listeners, process_identity, same_process, session_pids, stop_session,
 )
-from ansible.module_utils.fleetopt_supervisor import read_json, write_lease
+from ansible.module_utils.fleetopt_supervisor import read_json, write_json, write_lease
 from ansible.module_utils.urls import open_url
 
 # Seconds allowed after the first fatal line for the rest of the traceback to reach the log,
@@ -431,10 +431,7 @@ class ServerSlot:
         return read_json(self.path)
 
     def save(self, state):
-        tmp = self.path + ".tmp"
-        with open(tmp, "w") as handle:
-            json.dump(state, handle)
-        os.replace(tmp, self.path)
+        write_json(self.path, state)
 
     def supervisor_status(self):
         return read_json(self.status_path) or {}
