@@ -5,6 +5,7 @@ import sys
 import pytest
 import yaml
 
+from ansible.module_utils.fleetopt_versions import version_in_range
 from helpers import ROOT, ForeignListener
 from module_runner import run_module
 
@@ -112,6 +113,29 @@ def test_port_held_by_a_foreign_process_is_refused_and_left_alone(engine_python,
         assert result["failed"] is True and "held by a process fleetopt did not start" in result["msg"]
         assert result["holders"][0]["pid"] == holder.pid
         assert holder.alive()
+
+
+def test_an_installed_release_candidate_is_not_yet_its_release(engine_python, model_dir, tmp_path, port):
+    """PEP 440: 0.10.2rc1 comes before 0.10.2, so '>=0.10.2' is not met (the old tuple said it was)."""
+    result = plan(engine_python("0.10.2rc1"), model_dir, tmp_path, port, only=["async"])
+    reasons = {v["id"]: v["reason"] for v in result["variants"]}
+    assert reasons["async"] == "needs engine version >=0.10.2, installed is 0.10.2rc1"
+    result = plan(engine_python("0.10.2.post1+cpu"), model_dir, tmp_path, port, only=["async"])
+    assert {v["id"]: v["applicable"] for v in result["variants"]}["async"] is True
+
+
+def test_a_bad_engine_version_range_fails_the_module_clearly(engine_python, model_dir, tmp_path, port):
+    catalog = dict(CATALOG, optimizations=[{"id": "odd", "tier": 1, "flags": {}, "requires": {"engine_version": "~0.10"}}])
+    result = plan(engine_python(), model_dir, tmp_path, port, only=["odd"], catalog=catalog)
+    assert result["failed"] is True and "bad version range clause '~0.10'" in result["msg"]
+
+
+def test_shipped_catalogs_have_valid_engine_version_ranges():
+    for path in (ROOT / "library" / "catalog").glob("*.yml"):
+        for entry in yaml.safe_load(path.read_text())["optimizations"]:
+            spec = (entry.get("requires") or {}).get("engine_version")
+            if spec:
+                version_in_range("0", spec)  # raises ValueError on a bad clause
 
 
 def test_shipped_catalogs_are_well_formed():
