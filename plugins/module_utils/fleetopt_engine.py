@@ -115,36 +115,6 @@ def scrub_failure(failure, secrets):
     return scrub(failure)
 
 
-def version_tuple(text):
-    """'0.5.10rc1+cu128' -> (0, 5, 10); enough for release ranges."""
-    nums = re.findall(r"\d+", (text or "").split("+")[0])
-    parts = []
-    for n in nums[:3]:
-        parts.append(int(n))
-    while len(parts) < 3:
-        parts.append(0)
-    return tuple(parts)
-
-
-def version_in_range(version, spec):
-    """`spec` like '>=0.5.4,<0.5.23'; an empty spec matches everything."""
-    if not spec:
-        return True
-    current = version_tuple(version)
-    ops = {
-        ">=": lambda a, b: a >= b, "<=": lambda a, b: a <= b, "==": lambda a, b: a == b,
-        "!=": lambda a, b: a != b, ">": lambda a, b: a > b, "<": lambda a, b: a < b,
-    }
-    for clause in str(spec).split(","):
-        clause = clause.strip()
-        match = re.match(r"(>=|<=|==|!=|>|<)\s*(\S+)$", clause)
-        if not match:
-            raise ValueError("bad version range clause %r in %r" % (clause, spec))
-        if not ops[match.group(1)](current, version_tuple(match.group(2))):
-            return False
-    return True
-
-
 class EngineAdapter:
     """Base class; subclasses set `name`, `distributions` and the command builders."""
 

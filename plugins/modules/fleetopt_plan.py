@@ -135,7 +135,8 @@ import socket
 import sys
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.fleetopt_engine import merge_flags, version_in_range
+from ansible.module_utils.fleetopt_engine import merge_flags
+from ansible.module_utils.fleetopt_versions import version_in_range
 from ansible.module_utils.fleetopt_engines import get_adapter
 from ansible.module_utils.fleetopt_gpu import gpu_facts
 from ansible.module_utils.fleetopt_process import cmdline, port_in_use, port_listeners, session_pids
@@ -351,8 +352,11 @@ def main():
     model = model_facts(p["model"])
     stack = stack_record(p["python"])
     patches = sorted(set(p["patches"]) | set(applied_patch_ids(stack)))
-    variants = plan_variants(adapter, entries, p["baseline_flags"], p["baseline_env"], host, model, version,
-                             p["aa"], patches)
+    try:
+        variants = plan_variants(adapter, entries, p["baseline_flags"], p["baseline_env"], host, model, version,
+                                 p["aa"], patches)
+    except ValueError as exc:  # a catalog's bad version range, or an installed version that is not PEP 440
+        module.fail_json(msg="cannot plan for %s %s: %s" % (p["engine"], version, exc))
     module.exit_json(changed=False, engine_version=version, host=host, model_info=model, stack=stack,
                      variants=variants)
 

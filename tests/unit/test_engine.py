@@ -1,7 +1,7 @@
 import pytest
 
 from ansible.module_utils.fleetopt_engine import (
-    REDACTED, config_hash, merge_flags, redact_argv, redact_env, render_flags, version_in_range, version_tuple,
+    REDACTED, config_hash, merge_flags, redact_argv, redact_env, render_flags,
 )
 
 
@@ -25,29 +25,6 @@ def test_redaction_hides_secret_values_and_values_after_secret_flags_only():
     assert redact_argv(argv, ["s3cret"]) == ["serve", "--tokenizer", "/m", "--api-key", REDACTED, "--hf-token", REDACTED, REDACTED]
     env = redact_env({"HF_TOKEN": "t", "PROXMOX_TOKEN_SECRET": "p", "TOKENIZERS_PARALLELISM": "false"})
     assert env == {"HF_TOKEN": REDACTED, "PROXMOX_TOKEN_SECRET": REDACTED, "TOKENIZERS_PARALLELISM": "false"}
-
-
-@pytest.mark.parametrize("version,spec,expected", [
-    ("0.5.9", ">=0.5.4,<0.5.10", True),
-    ("0.5.10", ">=0.5.4,<0.5.10", False),
-    ("0.5.10rc1+cu128", ">=0.5.10", True),
-    ("0.32.0+cpu", ">=0.10.2", True),
-    ("0.9.0", ">=0.10.2", False),
-    ("1.0", "==1.0.0", True),
-    ("anything", "", True),
-])
-def test_version_ranges(version, spec, expected):
-    assert version_in_range(version, spec) is expected
-
-
-def test_version_range_syntax_errors_are_loud():
-    with pytest.raises(ValueError):
-        version_in_range("1.0", "~1.0")
-
-
-def test_version_tuple_pads_and_drops_local_suffix():
-    assert version_tuple("0.5") == (0, 5, 0)
-    assert version_tuple("0.32.0+cpu") == (0, 32, 0)
 
 
 def test_config_hash_depends_on_argv_and_env_but_not_env_order():

@@ -10,7 +10,8 @@ import pytest
 import yaml
 
 import fleetopt.paths  # noqa: F401  (makes ansible.module_utils.fleetopt_* importable)
-from ansible.module_utils.fleetopt_engine import BenchmarkFailed, merge_flags, version_in_range
+from ansible.module_utils.fleetopt_engine import BenchmarkFailed, merge_flags
+from ansible.module_utils.fleetopt_versions import version_in_range
 from ansible.module_utils.fleetopt_engines import get_adapter
 from ansible.module_utils.fleetopt_sglang import FLAG_CHOICES, FLAG_RELEASES, SglangAdapter
 

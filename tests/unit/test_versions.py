@@ -84,6 +84,20 @@ def test_cases_the_old_tuple_comparison_got_wrong(version, spec, expected):
     assert _old_tuple_in_range(version, spec) is not expected
 
 
+@pytest.mark.parametrize("version,spec,expected", [
+    ("0.5.9", ">=0.5.4,<0.5.10", True),
+    ("0.5.10", ">=0.5.4,<0.5.10", False),
+    ("0.5.10rc1+cu128", ">=0.5.10", False),  # the tuple comparison said True
+    ("0.5.10+cu128", ">=0.5.10", True),
+    ("0.32.0+cpu", ">=0.10.2", True),
+    ("0.9.0", ">=0.10.2", False),
+    ("1.0", "==1.0.0", True),
+])
+def test_version_ranges_fleetopt_uses(version, spec, expected):
+    """Moved from test_engine.py, where the tuple comparison lived."""
+    assert version_in_range(version, spec) is expected
+
+
 def test_an_empty_spec_matches_anything_without_parsing_it():
     assert version_in_range("anything", "") is True
     assert version_in_range(None, None) is True
