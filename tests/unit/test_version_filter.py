@@ -1,0 +1,59 @@
+"""The filter `fleetopt_version_in_range` (plugins/filter/fleetopt_versions.py), which the
+sglang_stack role checks patch releases with, is module_utils/fleetopt_versions itself."""
+import importlib.util
+import os
+import subprocess
+import sys
+
+import pytest
+import yaml
+from ansible.errors import AnsibleFilterError
+
+from ansible.module_utils import fleetopt_versions
+from helpers import ROOT
+
+PLUGIN = ROOT / "plugins" / "filter" / "fleetopt_versions.py"
+
+
+def load_plugin():
+    spec = importlib.util.spec_from_file_location("fleetopt_versions_filter", PLUGIN)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_filter_is_the_module_utils_implementation():
+    plugin = load_plugin()
+    in_range = plugin.FilterModule().filters()["fleetopt_version_in_range"]
+    assert os.path.samefile(plugin.fleetopt_versions.__file__, fleetopt_versions.__file__)
+    for version, spec, expected in [("0.5.10rc1", ">=0.5.10", False), ("0.5.9", ">=0.5.6,<0.5.10", True),
+                                    ("0.6.3", ">=0.6.0,<0.6.7", True), ("0.5.5.post3", "<=0.5.5", False)]:
+        assert in_range(version, spec) is expected
+
+
+@pytest.mark.parametrize("version,spec", [("0.5.9", ">=0.5.6 <0.5.10"), ("0.5.x", ">=0.5.6")])
+def test_a_bad_version_or_range_is_a_filter_error(version, spec):
+    in_range = load_plugin().FilterModule().filters()["fleetopt_version_in_range"]
+    with pytest.raises(AnsibleFilterError, match="fleetopt_version_in_range"):
+        in_range(version, spec)
+
+
+def test_ansible_finds_the_filter_through_the_project_config(tmp_path):
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+    out = subprocess.run(
+        [os.path.join(os.path.dirname(sys.executable), "ansible"), "localhost", "-c", "local", "-i", "localhost,",
+         "-m", "ansible.builtin.debug", "-a",
+         "msg={{ ['0.5.10rc1', '0.5.10'] | map('fleetopt_version_in_range', '>=0.5.10') | list }}"],
+        cwd=str(tmp_path), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120, check=False)
+    text = out.stdout.decode()
+    assert out.returncode == 0, text
+    assert "- false\n" in text and "- true\n" in text, text
+
+
+def test_the_sglang_stack_molecule_scenario_finds_the_filter():
+    """Molecule writes its own ansible.cfg, so the scenario names the project's filter folder."""
+    scenario = yaml.safe_load((ROOT / "roles" / "sglang_stack" / "molecule" / "default" / "molecule.yml").read_text())
+    paths = scenario["provisioner"]["env"]["ANSIBLE_FILTER_PLUGINS"].split(":")
+    project = ROOT / "roles" / "sglang_stack"
+    assert any(os.path.samefile(p.replace("${MOLECULE_PROJECT_DIRECTORY}", str(project)), PLUGIN.parent)
+               for p in paths if os.path.exists(p.replace("${MOLECULE_PROJECT_DIRECTORY}", str(project))))
