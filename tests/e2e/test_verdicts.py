@@ -51,12 +51,22 @@ def test_every_variant_ran_twice_in_counterbalanced_order_and_the_report_says_so
     assert "counterbalanced" in (base / "results" / "e2e-verdicts" / "report.md").read_text()
 
 
-def test_the_baseline_against_itself_is_never_a_change(summary):
+def test_the_baseline_against_itself_is_never_a_change_that_any_verdict_stands_on(summary):
     data, _, _ = summary
     aa = variant(data, "baseline_aa")
-    assert aa["verdict"] in PLANTED["aa_expect"], aa
     floor = data["noise_floor"]
-    assert floor and floor[0]["verdict"] in PLANTED["aa_expect"] and floor[0]["reason"]
+    assert floor and floor[0]["verdict"] == aa["verdict"] and floor[0]["reason"]
+    if aa["verdict"] in PLANTED["aa_expect"]:
+        return
+    # A host whose load drifts non-linearly over the campaign (the A/A runs mid-campaign, the
+    # baseline at both ends) can differ from itself: seen once here, +22.8 % [+1.1, +44.5] while
+    # the 2 cores were shared. Counterbalancing cancels only a linear drift. Then the A/A gate
+    # must hold back every verdict of that host: none of its comparisons may stand.
+    gate = next(h for h in data["aa"] if h["host"] == aa["host"])
+    assert gate["gate"] and aa["verdict"] in gate["gate"], gate
+    for row in data["variants"]:
+        if row["host"] == aa["host"] and row["variant"] not in ("baseline", "baseline_aa"):
+            assert row["verdict"] == "inconclusive" and "A/A" in row["verdict_reason"], row
 
 
 def test_a_large_planted_loss_is_regressed(summary):
