@@ -30,6 +30,20 @@ def local_engine():
     return {"python": str(ENGINE_PYTHON), "model": str(MODEL_DIR)}
 
 
+def local_server_args(engine, folder, port, name, max_model_len=1024, **extra):
+    """fleetopt_server's arguments for an eager vLLM server of the local engine, its log and state under `folder`."""
+    import yaml
+
+    args = dict(name=name, engine="vllm", python=engine["python"], model=engine["model"], served_model_name="tiny",
+                port=port, flags={"--enforce-eager": True, "--max-model-len": max_model_len},
+                env={"VLLM_CPU_KVCACHE_SPACE": "1"},
+                engine_spec=yaml.safe_load((ROOT / "library" / "engines" / "vllm.yml").read_text()),
+                log_path=str(pathlib.Path(folder) / "server.log"), run_dir=str(pathlib.Path(folder) / "run"),
+                startup_timeout=240)
+    args.update(extra)
+    return args
+
+
 def run_playbook(*args, timeout=1800):
     env = dict(os.environ)
     env["PATH"] = "%s:%s" % (pathlib.Path(sys.executable).parent, env.get("PATH", ""))

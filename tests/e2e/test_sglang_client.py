@@ -36,16 +36,15 @@ import shutil
 import urllib.request
 
 import pytest
-import yaml
 
-from helpers import FIXTURES, ROOT, free_port
+from e2e.conftest import local_server_args
+from helpers import FIXTURES, free_port
 from module_runner import run_module
 
 _spec = importlib.util.spec_from_file_location("sglang_client_provision", FIXTURES / "sglang" / "client" / "provision.py")
 provision = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(provision)
 
-SPEC = yaml.safe_load((ROOT / "library" / "engines" / "vllm.yml").read_text())
 MODULES = {"0.5.9": "sglang.bench_serving", "0.5.23": "sglang.benchmark.serving"}
 CONCURRENCY = 2
 PROMPTS = 8
@@ -56,12 +55,7 @@ RECORD = os.environ.get("FLEETOPT_RECORD_SGLANG_BENCH") == "1"
 
 
 def server_args(engine, folder, port, **extra):
-    args = dict(name="sglang-client", engine="vllm", python=engine["python"], model=engine["model"],
-                served_model_name="tiny", port=port, flags={"--enforce-eager": True, "--max-model-len": 1024},
-                env={"VLLM_CPU_KVCACHE_SPACE": "1"}, engine_spec=SPEC, log_path=str(folder / "server.log"),
-                run_dir=str(folder / "run"), startup_timeout=240)
-    args.update(extra)
-    return args
+    return local_server_args(engine, folder, port, "sglang-client", **extra)
 
 
 @pytest.fixture(scope="module")

@@ -25,12 +25,11 @@ import json
 import statistics
 import subprocess
 
-import yaml
 
-from helpers import ROOT, free_port
+from e2e.conftest import local_server_args
+from helpers import free_port
 from module_runner import run_module
 
-SPEC = yaml.safe_load((ROOT / "library" / "engines" / "vllm.yml").read_text())
 
 ITL_FLOOR_S = 0.001
 BURST_S = 0.0005
@@ -40,12 +39,7 @@ OUTPUT_LEN = 64
 
 
 def server_args(engine, tmp_path, port, **extra):
-    args = dict(name="timings", engine="vllm", python=engine["python"], model=engine["model"],
-                served_model_name="tiny", port=port, flags={"--enforce-eager": True, "--max-model-len": 1024},
-                env={"VLLM_CPU_KVCACHE_SPACE": "1"}, engine_spec=SPEC, log_path=str(tmp_path / "server.log"),
-                run_dir=str(tmp_path / "run"), startup_timeout=240)
-    args.update(extra)
-    return args
+    return local_server_args(engine, tmp_path, port, "timings", **extra)
 
 
 def bench(engine, base_url, result_dir, concurrency, prompts, warmups):

@@ -4,21 +4,15 @@ import signal
 import threading
 import time
 
-import yaml
 
-from helpers import ROOT, free_port, pid_gone
+from e2e.conftest import local_server_args
+from helpers import free_port, pid_gone
 from module_runner import run_module
 
-SPEC = yaml.safe_load((ROOT / "library" / "engines" / "vllm.yml").read_text())
 
 
 def server_args(engine, tmp_path, port, **extra):
-    args = dict(name="e2e", engine="vllm", python=engine["python"], model=engine["model"], served_model_name="tiny",
-                port=port, flags={"--enforce-eager": True, "--max-model-len": 512}, env={"VLLM_CPU_KVCACHE_SPACE": "1"},
-                engine_spec=SPEC, log_path=str(tmp_path / "server.log"), run_dir=str(tmp_path / "run"),
-                startup_timeout=240)
-    args.update(extra)
-    return args
+    return local_server_args(engine, tmp_path, port, "e2e", max_model_len=512, **extra)
 
 
 def test_start_is_idempotent_and_stop_frees_the_port_quickly(local_engine, tmp_path):
