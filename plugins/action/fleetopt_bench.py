@@ -8,7 +8,9 @@ call it would print nothing for that long and leave the connection idle. Here ea
 its own call (`runs: [[concurrency, trial]]`); after each the level, trial, result and
 elapsed time are printed, and the module's lease renewal keeps the server's lease fresh.
 Every call keeps the engine's client alive on the host, so its imports are paid once per
-cell; a last call releases it.
+cell; a last call releases it. With a `client` name of its own, the client is left alive for
+the next cell (the campaign releases it after a host's last cell), so its imports are paid once
+per host and campaign.
 
 Sequential trials: with `target_halfwidth_pct`, a level gets more trials after its planned
 ones until the 95 % interval of its mean output throughput is within that many percent of
@@ -111,8 +113,11 @@ class ActionModule(ActionBase):
         return step
 
     def _release_client(self):
-        """Tell the kept client that the cell is done (a run that ended the benchmark stopped it already)."""
-        if not self._ended:
+        """Tell the kept client that the cell is done (a run that ended the benchmark stopped it already).
+
+        A client with a name of its own serves the next cells too; whoever named it releases it.
+        """
+        if not self._ended and not self._args.get("client"):
             self._execute_module(module_name="fleetopt_bench", task_vars=self._task_vars,
                                  module_args=dict(self._args, release_client=True))
 

@@ -42,22 +42,18 @@ options:
         release expects (SGLang moved its benchmark to C(sglang.benchmark.serving) in 0.5.15).
     type: str
   base_url:
-    description: Server URL, e.g. C(http://127.0.0.1:8700).
+    description: Server URL, e.g. C(http://127.0.0.1:8700). Required unless O(release_client).
     type: str
-    required: true
   served_model_name:
-    description: Model name the server answers to.
+    description: Model name the server answers to. Required unless O(release_client).
     type: str
-    required: true
   tokenizer:
-    description: Local tokenizer directory (usually the model directory).
+    description: Local tokenizer directory (usually the model directory). Required unless O(release_client).
     type: path
-    required: true
   concurrency:
-    description: Concurrency levels, each measured in turn.
+    description: Concurrency levels, each measured in turn. Required unless O(release_client).
     type: list
     elements: int
-    required: true
   trials:
     description: Measured runs per level.
     type: int
@@ -104,9 +100,8 @@ options:
     type: path
     required: true
   name:
-    description: Prefix of the raw result files (usually the variant id).
+    description: Prefix of the raw result files (usually the cell's name). Required unless O(release_client).
     type: str
-    required: true
   server_pid:
     description: PID (session id) of the server, watched during the run.
     type: int
@@ -130,12 +125,26 @@ options:
   keep_client:
     description:
       - Keep the engine's client process alive after this call's runs, for the next call of the same
-        O(result_dir) and O(name) (the action plugin's runs of one cell). Its imports, about 10 s on a
-        small host, are then paid once per cell. A kept client exits on its own after 120 s without a run.
+        O(result_dir) and O(client) (the action plugin's runs of one cell, or every cell of a host's
+        campaign). Its imports, 10-30 s on a small host, are then paid once, not per run.
+      - A kept client exits on its own after O(client_idle_s) without a run.
     type: bool
     default: false
+  client:
+    description:
+      - Name of the kept client (its folder is C(.client-<client>) under O(result_dir)); calls that give
+        the same name share one client process, across cells. Defaults to O(name), and the action plugin
+        then releases the client when the cell's benchmark ends; with a name of its own the client is
+        left for the next cell, and whoever started it releases it (O(release_client)) or its idle
+        time ends it.
+      - The client is started again when its interpreter or its environment differs from this call's.
+    type: str
+  client_idle_s:
+    description: Seconds a kept client waits for its next run before it exits on its own.
+    type: float
+    default: 120
   release_client:
-    description: Only tell the kept client of O(result_dir) and O(name) to exit; nothing is measured.
+    description: Only tell the kept client of O(result_dir) and O(client) to exit; nothing is measured.
     type: bool
     default: false
   max_trials:
@@ -230,11 +239,12 @@ from ansible.module_utils.fleetopt_process import pid_alive, process_identity, s
 from ansible.module_utils.fleetopt_supervisor import read_json, write_json, write_lease
 
 WATCH_INTERVAL_S = 0.2
-# A kept client that hears of no run for this long exits on its own.
-CLIENT_IDLE_S = 120
 # A client busy for this share of a core during its run may be what limits the measurement.
 CLIENT_BOUND_SHARE = 0.9
 OUTPUT_TAIL_CHARS = 1500
+
+
+MEASURE_ARGS = ["base_url", "served_model_name", "tokenizer", "concurrency", "name"]
 
 
 def module_args():
@@ -242,10 +252,10 @@ def module_args():
         engine=dict(type="str", choices=["sglang", "vllm"], required=True),
         python=dict(type="path", required=True),
         engine_version=dict(type="str"),
-        base_url=dict(type="str", required=True),
-        served_model_name=dict(type="str", required=True),
-        tokenizer=dict(type="path", required=True),
-        concurrency=dict(type="list", elements="int", required=True),
+        base_url=dict(type="str"),
+        served_model_name=dict(type="str"),
+        tokenizer=dict(type="path"),
+        concurrency=dict(type="list", elements="int"),
         trials=dict(type="int", default=1),
         warmup_per_concurrency=dict(type="int", default=2),
         min_warmups=dict(type="int", default=8),
@@ -255,7 +265,7 @@ def module_args():
         output_len=dict(type="int", default=64),
         seed=dict(type="int", default=0),
         result_dir=dict(type="path", required=True),
-        name=dict(type="str", required=True),
+        name=dict(type="str"),
         server_pid=dict(type="int"),
         level_timeout=dict(type="float", default=600.0),
         runs=dict(type="list", elements="list"),
@@ -263,6 +273,8 @@ def module_args():
         lease_s=dict(type="float", default=0.0),
         warmup_every_trial=dict(type="bool", default=False),
         keep_client=dict(type="bool", default=False),
+        client=dict(type="str"),
+        client_idle_s=dict(type="float", default=120.0),
         release_client=dict(type="bool", default=False),
         max_trials=dict(type="int", default=0),
         target_halfwidth_pct=dict(type="float", default=0.0),
@@ -286,22 +298,28 @@ def tail(path, chars=OUTPUT_TAIL_CHARS):
 
 
 class KeptClient:
-    """The engine's benchmark client, alive across the runs (and module calls) of one cell.
+    """The engine's benchmark client, alive across the runs (and module calls) of a cell or a campaign.
 
-    Its folder holds the program, its identity (PID, start time, boot id) and the run
-    requests; a client that is gone, or was started for another interpreter, is replaced.
+    Its folder holds the program, its identity (PID, start time, boot id, interpreter and the
+    environment it was given) and the run requests; a client that is gone, or was started for
+    another interpreter or environment, is replaced.
     """
 
-    def __init__(self, p):
+    def __init__(self, p, env_facts):
         self.p = p
-        self.folder = os.path.join(p["result_dir"], ".client-%s" % p["name"])
+        self.folder = os.path.join(p["result_dir"], ".client-%s" % (p["client"] or p["name"]))
         self.identity_path = os.path.join(self.folder, "identity.json")
+        # What the client's environment was made of, without the secret itself.
+        self.env_facts = env_facts
         self.pid = None
         self.started_now = False
 
-    def alive(self):
+    def alive(self, for_runs=True):
+        """Whether the client of this folder runs (and, for_runs, was started the way this call would)."""
         identity = read_json(self.identity_path) or {}
-        if identity.get("python") != self.p["python"] or not same_process(identity.get("process") or {}):
+        if for_runs and (identity.get("python"), identity.get("env")) != (self.p["python"], self.env_facts):
+            return False
+        if not same_process(identity.get("process") or {}):
             return False
         self.pid = identity["process"]["pid"]
         return True
@@ -316,16 +334,20 @@ class KeptClient:
         with open(program, "w") as handle:
             handle.write(inspect.getsource(fleetopt_bench_client))
         with open(os.path.join(self.folder, "client.log"), "ab") as log:
-            proc = subprocess.Popen([self.p["python"], program, self.folder, str(CLIENT_IDLE_S)],
+            proc = subprocess.Popen([self.p["python"], program, self.folder, str(self.p["client_idle_s"])],
                                     stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
                                     cwd=self.folder, start_new_session=True)
         self.pid = proc.pid
         self.started_now = True
-        write_json(self.identity_path, {"python": self.p["python"], "process": process_identity(proc.pid)})
+        write_json(self.identity_path, {"python": self.p["python"], "env": self.env_facts,
+                                        "process": process_identity(proc.pid)})
 
     def ensure(self, env):
-        if not self.alive():
-            self.start(env)
+        if self.alive():
+            return
+        if self.alive(for_runs=False):  # started another way: it must not answer this folder's requests
+            self.kill()
+        self.start(env)
 
     def submit(self, module, args, output_path):
         # After every request made so far: one still running (its module killed outright) is answered first.
@@ -481,7 +503,9 @@ def planned_runs(p):
 
 
 def main():
-    module = AnsibleModule(argument_spec=module_args(), supports_check_mode=True)
+    module = AnsibleModule(argument_spec=module_args(), supports_check_mode=True,
+                           required_if=[("release_client", False, MEASURE_ARGS)],
+                           required_one_of=[("name", "client")])
     p = module.params
     adapter = get_adapter(p["engine"], p["engine_version"])
     if module.check_mode:
@@ -492,14 +516,15 @@ def main():
     env.update(adapter.bench_env())
     if p["api_key"]:
         env["OPENAI_API_KEY"] = p["api_key"]
+    env_facts = {"bench_env": adapter.bench_env(), "api_key": bool(p["api_key"])}
     if p["release_client"]:
-        client = KeptClient(p)
-        alive = client.alive()
+        client = KeptClient(p, env_facts)
+        alive = client.alive(for_runs=False)
         if alive:
             client.release()
         module.exit_json(changed=alive, levels=[], server_died=False, timed_out=False, client=[])
     guard = ClientGuard()
-    guard.client = KeptClient(p)
+    guard.client = KeptClient(p, env_facts)
     renew(p)
     levels = []
     died = timed_out = False

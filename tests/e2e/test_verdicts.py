@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from e2e.conftest import isolated, run_fleetopt
-from helpers import ROOT, free_port
+from helpers import ROOT, free_port, live_processes
 
 PLANTED = yaml.safe_load((ROOT / "tests" / "fixtures" / "planted_effects.yml").read_text())
 DESIGN = {"campaign_launches": 2, "campaign_bench_max_trials": 3, "campaign_bench_target_halfwidth_pct": 3.0}
@@ -85,6 +85,15 @@ def test_each_level_records_its_precision_and_the_clients_cost(summary):
     precision = cell["benchmark"]["precision"][0]
     assert precision["stopped_by"] in ("target", "budget") and 2 <= precision["trials"] <= 3, precision
     assert cell["benchmark"]["measured_s"] > 0 and cell["benchmark"]["client_wall_s"] > cell["benchmark"]["measured_s"]
-    started = [lv["client_started"] for lv in cell["levels"]]
-    assert started[0] is True and not any(started[1:]), "one client per cell"
     assert all(lv["client_cpu_share"] is not None for lv in cell["levels"])
+
+
+def test_one_benchmark_client_serves_every_cell_of_the_host_and_is_gone_at_the_end(summary):
+    _, base, _ = summary
+    cells = base / "results" / "e2e-verdicts" / "cells" / "localhost"
+    started = {path.stem: [lv["client_started"] for lv in json.loads(path.read_text())["levels"]]
+               for path in cells.glob("*.json")}
+    assert len(started) == 6 and sum(map(sum, started.values())) == 1, started
+    assert started["baseline"][0] is True, "the first cell's first run starts the client"
+    assert not live_processes(lambda argv: any(a.endswith("fleetopt_bench_client.py") and a.startswith(str(base))
+                                               for a in argv)), "the client outlived the campaign"

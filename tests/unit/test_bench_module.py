@@ -171,6 +171,55 @@ def test_one_client_process_serves_every_run_of_a_cell(scripted_python, tmp_path
     assert pid_gone(pid), "the client outlived the cell's last run"
 
 
+def test_cells_that_name_one_client_share_its_process_until_it_is_released(scripted_python, tmp_path):
+    python = scripted_python({"lines": [], "client_result": RESULT, "exit_code": 0})
+    first = bench(python, tmp_path, runs=[[1, 1]], keep_client=True, name="baseline", client="campaign")
+    pid = client_identity(tmp_path, "campaign")
+    second = bench(python, tmp_path, runs=[[1, 1]], keep_client=True, name="torch_compile", client="campaign")
+    assert client_identity(tmp_path, "campaign") == pid, "the next cell started a client of its own"
+    assert [first["levels"][0]["client_started"], second["levels"][0]["client_started"]] == [True, False]
+    assert (tmp_path / "bench" / "torch_compile-c1-t1.json").exists(), "the next cell's result went elsewhere"
+    # Only what the release needs: no server, no cell.
+    released = run_module("fleetopt_bench", dict(engine="vllm", python=python, result_dir=str(tmp_path / "bench"),
+                                                 client="campaign", release_client=True))
+    assert released["changed"] is True and pid_gone(pid), "the released client is still running"
+    again = run_module("fleetopt_bench", dict(engine="vllm", python=python, result_dir=str(tmp_path / "bench"),
+                                              client="campaign", release_client=True))
+    assert again["changed"] is False
+
+
+def test_a_client_started_with_another_environment_is_replaced_not_shared(scripted_python, tmp_path):
+    python = scripted_python({"lines": [], "client_result": RESULT, "exit_code": 0})
+    bench(python, tmp_path, runs=[[1, 1]], keep_client=True, name="a", client="campaign")
+    pid = client_identity(tmp_path, "campaign")
+    keyed = bench(python, tmp_path, runs=[[1, 1]], keep_client=True, name="b", client="campaign", api_key="sk-test")
+    assert keyed["levels"][0]["client_started"] is True and keyed["levels"][0]["status"] == "ok"
+    assert pid_gone(pid), "the client without the key still answers this folder's requests"
+    identity = (tmp_path / "bench" / ".client-campaign" / "identity.json").read_text()
+    assert "sk-test" not in identity
+    bench(python, tmp_path, runs=[[1, 1]], name="c", client="campaign", api_key="sk-test")
+
+
+def test_a_kept_client_left_alone_exits_after_its_idle_time(scripted_python, tmp_path):
+    python = scripted_python({"lines": [], "client_result": RESULT, "exit_code": 0})
+    bench(python, tmp_path, runs=[[1, 1]], keep_client=True, client="campaign", client_idle_s=1)
+    pid = client_identity(tmp_path, "campaign")
+    assert not pid_gone(pid), "the kept client did not wait for a next run"
+    deadline = time.time() + 10
+    while not pid_gone(pid) and time.time() < deadline:
+        time.sleep(0.1)
+    assert pid_gone(pid), "an idle client outlived its idle time by far"
+
+
+@pytest.mark.parametrize("args, message", [
+    (dict(release_client=True), "one of the following is required: name, client"),
+    (dict(name="v"), "release_client is False but all of the following are missing: base_url"),
+])
+def test_a_call_missing_what_it_needs_is_refused(tmp_path, args, message):
+    result = run_module("fleetopt_bench", dict(engine="vllm", python=sys.executable, result_dir=str(tmp_path), **args))
+    assert result.get("failed") and message in result["msg"], result
+
+
 def test_a_client_that_dies_mid_run_fails_that_run_and_is_replaced(scripted_python, tmp_path):
     python = scripted_python({"lines": [[0.2, "Fatal Python error: Segmentation fault"]], "exit_code": None})
     started = time.time()
