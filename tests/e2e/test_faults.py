@@ -20,10 +20,21 @@ def read_cell(base, campaign_id, variant, host="localhost"):
     return json.loads((base / "results" / campaign_id / "cells" / host / ("%s.json" % variant)).read_text())
 
 
-def test_server_killed_during_the_benchmark_is_a_crashed_cell_and_the_campaign_goes_on(tmp_path, local_engine):
+@pytest.fixture(scope="module")
+def killed(tmp_path_factory, local_engine):
+    """One campaign for three faults: a stale server holds the port when it starts, the server
+    has an API key, and the variant's server is SIGKILLed during its benchmark."""
+    base = tmp_path_factory.mktemp("killed")
     port = free_port()
-    bench_dir = tmp_path / "state" / "campaigns" / "e2e-killed" / "localhost" / "bench"
-    state_file = tmp_path / "state" / "run" / ("vllm-%d.json" % port)
+    bench_dir = base / "state" / "campaigns" / "e2e-killed" / "localhost" / "bench"
+    state_file = base / "state" / "run" / ("vllm-%d.json" % port)
+    spec = yaml.safe_load((ROOT / "library" / "engines" / "vllm.yml").read_text())
+    stale = run_module("fleetopt_server", dict(
+        name="vllm-%d" % port, engine="vllm", python=local_engine["python"], model=local_engine["model"],
+        served_model_name="tiny-llama", port=port, flags={"--enforce-eager": True, "--max-model-len": 256},
+        env={"VLLM_CPU_KVCACHE_SPACE": "1"}, engine_spec=spec, log_path=str(base / "stale.log"),
+        run_dir=str(base / "state" / "run")))
+    assert stale["server"]["status"] == "ready"
 
     def kill_during_the_variant_benchmark():
         deadline = time.time() + 600
@@ -35,17 +46,38 @@ def test_server_killed_during_the_benchmark_is_a_crashed_cell_and_the_campaign_g
     killer = threading.Thread(target=kill_during_the_variant_benchmark, daemon=True)
     killer.start()
     rc, output = run_fleetopt("run", "--only", "float32_compute",
-                              *isolated(tmp_path, port, "e2e-killed", concurrency=(1, 2, 4)),
+                              *isolated(base, port, "e2e-killed", concurrency=(1, 2, 4)),
                               # A run of ~10 s at concurrency 1 (8 prompts of 128 tokens after as many warm-ups):
                               # long enough to be killed in, short enough not to make the baseline's benchmark long.
-                              "-e", "campaign_bench_prompts_per_concurrency=8", "-e", "campaign_bench_output_len=128")
+                              "-e", "campaign_bench_prompts_per_concurrency=8", "-e", "campaign_bench_output_len=128",
+                              env={"FLEETOPT_API_KEY": SECRET})
     killer.join(timeout=5)
-    assert rc == 0, output[-3000:]
-    cell = read_cell(tmp_path, "e2e-killed", "float32_compute")
+    return {"rc": rc, "output": output, "base": base, "stale_pid": stale["server"]["pid"]}
+
+
+def test_server_killed_during_the_benchmark_is_a_crashed_cell_and_the_campaign_goes_on(killed):
+    assert killed["rc"] == 0, killed["output"][-3000:]
+    cell = read_cell(killed["base"], "e2e-killed", "float32_compute")
     assert cell["status"] == "crashed"
     assert cell["failure"]["failure_class"] == "process_exited"
     assert cell["levels"][0]["reason"] == "the server exited during the benchmark"
-    assert read_cell(tmp_path, "e2e-killed", "baseline")["status"] == "ok"
+    assert read_cell(killed["base"], "e2e-killed", "baseline")["status"] == "ok"
+
+
+def test_a_stale_server_on_the_port_is_stopped_before_the_campaign_starts(killed):
+    assert pid_gone(killed["stale_pid"])
+    assert read_cell(killed["base"], "e2e-killed", "baseline")["status"] == "ok"
+
+
+def test_secrets_reach_no_artifact_log_or_report_even_from_a_crash(killed):
+    assert SECRET not in killed["output"]
+    scanned = 0
+    for root in ("artifacts", "results", "state"):
+        for path in (killed["base"] / root).rglob("*"):
+            if path.is_file():
+                scanned += 1
+                assert SECRET.encode() not in path.read_bytes(), path
+    assert scanned > 50
 
 
 def test_start_up_past_the_timeout_is_a_timeout_cell_with_nothing_left_running(tmp_path, local_engine):
@@ -57,31 +89,6 @@ def test_start_up_past_the_timeout_is_a_timeout_cell_with_nothing_left_running(t
         cell = read_cell(tmp_path, "e2e-timeout", variant)
         assert cell["status"] == "timeout" and "not ready after 6 s" in cell["reason"]
     assert processes_listening_as(port) == [], "a server process survived"
-
-
-def test_stale_server_is_stopped_and_secrets_reach_no_artifact_log_or_report(tmp_path, local_engine):
-    port = free_port()
-    spec = yaml.safe_load((ROOT / "library" / "engines" / "vllm.yml").read_text())
-    stale = run_module("fleetopt_server", dict(
-        name="vllm-%d" % port, engine="vllm", python=local_engine["python"], model=local_engine["model"],
-        served_model_name="tiny-llama", port=port, flags={"--enforce-eager": True, "--max-model-len": 256},
-        env={"VLLM_CPU_KVCACHE_SPACE": "1"}, engine_spec=spec, log_path=str(tmp_path / "stale.log"),
-        run_dir=str(tmp_path / "state" / "run")))
-    assert stale["server"]["status"] == "ready"
-
-    rc, output = run_fleetopt("run", "--only", "float32_compute", *isolated(tmp_path, port, "e2e-secret"),
-                              env={"FLEETOPT_API_KEY": SECRET})
-    assert rc == 0, output[-3000:]
-    assert pid_gone(stale["server"]["pid"])
-    assert read_cell(tmp_path, "e2e-secret", "float32_compute")["status"] == "ok"
-    assert SECRET not in output
-    scanned = 0
-    for root in (tmp_path / "artifacts", tmp_path / "results", tmp_path / "state"):
-        for path in root.rglob("*"):
-            if path.is_file():
-                scanned += 1
-                assert SECRET.encode() not in path.read_bytes(), path
-    assert scanned > 50
 
 
 @pytest.fixture

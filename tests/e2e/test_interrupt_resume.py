@@ -1,11 +1,13 @@
-"""An interrupted campaign stops its server, keeps every finished cell, and a second run with the
-same id measures only what is missing."""
-import json
+"""SIGTERM to `fleetopt run` during a start-up leaves no server.
+
+SIGINT during a campaign (servers stopped, finished cells kept, the second run with the same id
+measuring only what is missing) runs in tests/e2e/test_container_fleet.py, on a fleet of two
+hosts; a resume after a killed controller on the local connection in test_controller_gone.py."""
 import signal
 import subprocess
 import time
 
-from e2e.conftest import fleetopt_command, isolated, run_fleetopt
+from e2e.conftest import fleetopt_command, isolated
 from helpers import ROOT, free_port, processes_listening_as
 
 
@@ -35,32 +37,6 @@ def interrupted(args, signum, *milestones):
         if campaign.poll() is None:
             campaign.kill()
     return campaign.returncode, output
-
-
-def test_sigint_stops_the_server_keeps_finished_cells_and_the_rerun_measures_only_the_rest(tmp_path, local_engine):
-    port = free_port()
-    args = ["run", "--only", "float32_compute,async_scheduling"] + isolated(tmp_path, port, "e2e-resume")
-    cells = tmp_path / "results" / "e2e-resume" / "cells" / "localhost"
-    logs = tmp_path / "state" / "campaigns" / "e2e-resume" / "localhost"
-    rc, output = interrupted(
-        args, signal.SIGINT,
-        (lambda: (cells / "baseline.json").exists(), 240, "the baseline cell"),
-        # Variants run in catalog order: async_scheduling comes next.
-        (lambda: (logs / "async_scheduling.log").exists(), 120, "the next server"),
-    )
-    assert rc == 130, output[-3000:]
-    assert "interrupted; servers stopped; 1 finished cell(s) kept" in output
-    assert processes_listening_as(port) == []
-    baseline = (cells / "baseline.json").read_text()
-    assert json.loads(baseline)["status"] == "ok"
-    assert not (cells / "async_scheduling.json").exists()
-
-    rc, output = run_fleetopt(*args)
-    assert rc == 0, output[-3000:]
-    assert "baseline: ok, already measured in this campaign" in output
-    assert (cells / "baseline.json").read_text() == baseline
-    assert json.loads((cells / "float32_compute.json").read_text())["status"] == "ok"
-    assert json.loads((cells / "async_scheduling.json").read_text())["status"] == "ok"
 
 
 def test_sigterm_during_start_up_leaves_no_server(tmp_path, local_engine):
