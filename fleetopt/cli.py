@@ -3,6 +3,7 @@ import argparse
 import sys
 
 from fleetopt.paths import ROOT
+from ansible.module_utils.fleetopt_engines import ADAPTERS  # importable once fleetopt.paths ran
 
 
 def build_parser():
@@ -50,7 +51,7 @@ def build_parser():
     run.set_defaults(handler="fleetopt.run:main")
 
     classify = sub.add_parser("classify-log", help="post-mortem of a server log: phase, failure class, root cause")
-    classify.add_argument("--engine", required=True, choices=["sglang", "vllm"])
+    classify.add_argument("--engine", required=True, choices=sorted(ADAPTERS))
     classify.add_argument("log_file")
     classify.set_defaults(handler="fleetopt.classify:main")
     return parser

@@ -137,7 +137,7 @@ import sys
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.fleetopt_engine import merge_flags
 from ansible.module_utils.fleetopt_versions import version_in_range
-from ansible.module_utils.fleetopt_engines import get_adapter
+from ansible.module_utils.fleetopt_engines import ADAPTERS, get_adapter
 from ansible.module_utils.fleetopt_gpu import gpu_facts
 from ansible.module_utils.fleetopt_process import cmdline, port_in_use, port_listeners, session_pids
 
@@ -146,7 +146,7 @@ MOE_KEYS = ("num_experts", "n_routed_experts", "num_local_experts", "moe_num_exp
 
 def module_args():
     return dict(
-        engine=dict(type="str", choices=["sglang", "vllm"], required=True),
+        engine=dict(type="str", choices=sorted(ADAPTERS), required=True),
         python=dict(type="path", required=True),
         model=dict(type="path", required=True),
         catalog=dict(type="dict", required=True),

@@ -369,7 +369,7 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils import fleetopt_cache, fleetopt_process, fleetopt_supervisor
 from ansible.module_utils.fleetopt_engine import REDACTED, config_hash, redact_argv, redact_env, scrub_failure
-from ansible.module_utils.fleetopt_engines import get_adapter
+from ansible.module_utils.fleetopt_engines import ADAPTERS, get_adapter
 from ansible.module_utils.fleetopt_gpu import GpuMemoryWatch, busy_gpus, memory_used
 from ansible.module_utils.fleetopt_logwatch import LogWatcher
 from ansible.module_utils.fleetopt_process import (
@@ -388,7 +388,7 @@ def module_args():
     return dict(
         name=dict(type="str", required=True),
         state=dict(type="str", choices=["started", "stopped"], default="started"),
-        engine=dict(type="str", choices=["sglang", "vllm"]),
+        engine=dict(type="str", choices=sorted(ADAPTERS)),
         python=dict(type="path"),
         engine_version=dict(type="str"),
         model=dict(type="str"),
