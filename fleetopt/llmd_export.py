@@ -25,21 +25,16 @@ import re
 import uuid
 
 import yaml
+
+import fleetopt.paths  # noqa: F401  (makes ansible.module_utils.fleetopt_* importable)
+from ansible.module_utils.fleetopt_engine import EngineAdapter
+from ansible.module_utils.fleetopt_engines import get_adapter
 from fleetopt.files import write_atomically
 from fleetopt.formatting import fmt_confidence
 from fleetopt.launches import launch_details
 
 VERSION = "0.2"
 FOLDER = "llm-d"
-# (flag spellings, parallelism field) for vLLM and SGLang launch flags.
-PARALLELISM_FLAGS = (
-    (("--tensor-parallel-size", "-tp", "--tp-size", "--tp"), "tp"),
-    (("--data-parallel-size", "-dp", "--dp-size", "--dp"), "dp"),
-    (("--pipeline-parallel-size", "-pp", "--pp-size"), "pp"),
-    (("--expert-parallel-size", "--ep-size", "--ep"), "ep"),
-)
-# Client flags that only name local files or differ per level; replaced or dropped per report.
-PER_LEVEL_CLIENT_FLAGS = ("max-concurrency", "num-prompts", "result-dir", "result-filename", "output-file")
 
 
 def config_hash(data):
@@ -81,19 +76,17 @@ def without_none(mapping):
     return {k: v for k, v in mapping.items() if v is not None and v != {}}
 
 
-def parallelism(flags):
-    found = {"tp": 1, "dp": 1, "pp": 1, "ep": 1}
-    for spellings, field in PARALLELISM_FLAGS:
-        for spelling in spellings:
-            if spelling in flags:
-                try:
-                    found[field] = max(int(flags[spelling]), 1)
-                except (TypeError, ValueError):
-                    pass
-                break
-    if flags.get("--enable-expert-parallel") is True:  # vLLM: experts spread over every TP x DP rank
-        found["ep"] = found["tp"] * found["dp"]
-    return found
+def adapter(engine):
+    """The engine's adapter, which knows its flags and client; None for an engine this controller lacks."""
+    try:
+        return get_adapter(engine)
+    except ValueError:
+        return None
+
+
+def parallelism(flags, engine):
+    known = adapter(engine)
+    return known.parallelism(flags) if known else {"tp": 1, "dp": 1, "pp": 1, "ep": 1}
 
 
 def launch_flags(cell):
@@ -109,7 +102,7 @@ def engine_component(summary, cell):
     host = provenance.get("host") or {}
     model = provenance.get("model") or {}
     gpus = host.get("gpus") or []
-    split = parallelism(launch_flags(cell))
+    split = parallelism(launch_flags(cell), cell.get("engine") or summary.get("engine"))
     per_instance = split["tp"] * split["pp"] * split["dp"]
     native = without_none({"args": argv_to_args(launch.get("argv")) or None,
                            "envars": launch.get("env") or None,
@@ -142,18 +135,22 @@ def engine_component(summary, cell):
 
 
 def client_tool(client_argv, engine):
-    argv = [str(a) for a in client_argv or []]
-    if "bench" in argv and "serve" in argv:
-        return "vllm-benchmark"
-    modules = [a for a in argv if a.startswith("sglang.") and ("bench" in a or "benchmark" in a)]
-    return modules[0] if modules else "%s-benchmark" % engine
+    known = adapter(engine)
+    return known.benchmark_tool(client_argv) if known else "%s-benchmark" % engine
+
+
+def client_args(client_argv, engine):
+    """The client's native args without those that name a run's files or differ per level."""
+    args = argv_to_args(client_argv)
+    known = adapter(engine) or EngineAdapter()
+    for flag in known.per_run_client_flags:
+        args.pop(flag, None)
+    return args
 
 
 def load_section(summary, cell, row):
     benchmark = cell.get("benchmark") or (summary.get("settings") or {}).get("benchmark") or {}
-    args = argv_to_args(benchmark.get("client"))
-    for flag in PER_LEVEL_CLIENT_FLAGS:
-        args.pop(flag, None)
+    args = client_args(benchmark.get("client"), cell.get("engine") or summary.get("engine"))
     args["max-concurrency"] = str(row["concurrency"])
     prompts = sorted({lv.get("num_prompts") for lv in cell.get("levels") or []
                       if lv.get("concurrency") == row["concurrency"] and lv.get("num_prompts")})
@@ -272,8 +269,6 @@ def llmd_reports(summary, cells):
 
 def write_llmd_reports(campaign_dir, summary, cells):
     """Write results/<campaign>/llm-d/*.yaml (stale ones removed) and return their paths."""
-    # Imported here: fleetopt.report imports this module to call this function.
-
     folder = pathlib.Path(campaign_dir) / FOLDER
     folder.mkdir(exist_ok=True)
     reports = llmd_reports(summary, cells)

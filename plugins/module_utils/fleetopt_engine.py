@@ -126,8 +126,33 @@ class EngineAdapter:
     # An environment variable keeps the key out of logs that echo the command line.
     api_key_env = None
 
+    # Launch flags that set each parallelism degree (reports): {'tp'|'dp'|'pp'|'ep': spellings}.
+    parallelism_flags = {}
+    # Client flags that name a run's own files or differ per concurrency level (reports drop them).
+    per_run_client_flags = ("max-concurrency", "num-prompts")
+
     def __init__(self, version=None):
         self.version = version
+
+    def parallelism(self, flags):
+        """Degrees of parallelism a launch's flags ask for; 1 where a flag is absent or not a number."""
+        found = {"tp": 1, "dp": 1, "pp": 1, "ep": 1}
+        for field, spellings in self.parallelism_flags.items():
+            for spelling in spellings:
+                if spelling in flags:
+                    try:
+                        found[field] = max(int(flags[spelling]), 1)
+                    except (TypeError, ValueError):
+                        pass
+                    break
+        return found
+
+    def benchmark_tool(self, client_argv):
+        """The benchmark client's name in reports: the module it runs with `-m`."""
+        argv = [str(a) for a in client_argv or []]
+        if "-m" in argv[:-1]:
+            return argv[argv.index("-m") + 1]
+        return "%s-benchmark" % self.name
 
     def detect_version(self, python, timeout=60):
         """Installed engine version in the interpreter `python`, or None if absent."""

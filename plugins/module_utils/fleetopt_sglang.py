@@ -136,6 +136,13 @@ class SglangAdapter(EngineAdapter):
     name = "sglang"
     distributions = ("sglang",)
     health_path = "/health_generate"
+    parallelism_flags = {
+        "tp": ("--tp-size", "--tensor-parallel-size", "--tp"),
+        "dp": ("--dp-size", "--data-parallel-size", "--dp"),
+        "pp": ("--pp-size", "--pipeline-parallel-size"),
+        "ep": ("--ep-size", "--expert-parallel-size", "--ep"),
+    }
+    per_run_client_flags = ("max-concurrency", "num-prompts", "output-file")
 
     # -- release checks ------------------------------------------------------
     def _is(self, spec):

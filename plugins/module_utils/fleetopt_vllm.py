@@ -24,6 +24,21 @@ class VllmAdapter(EngineAdapter):
     health_path = "/health"
     # vLLM logs its non-default arguments at start-up, so the key must not be one of them.
     api_key_env = "VLLM_API_KEY"
+    parallelism_flags = {
+        "tp": ("--tensor-parallel-size", "-tp"),
+        "dp": ("--data-parallel-size", "-dp"),
+        "pp": ("--pipeline-parallel-size", "-pp"),
+    }
+    per_run_client_flags = ("max-concurrency", "num-prompts", "result-dir", "result-filename")
+
+    def parallelism(self, flags):
+        found = super(VllmAdapter, self).parallelism(flags)
+        if flags.get("--enable-expert-parallel") is True:  # experts spread over every TP x DP rank
+            found["ep"] = found["tp"] * found["dp"]
+        return found
+
+    def benchmark_tool(self, client_argv):
+        return "vllm-benchmark"
 
     def server_command(self, python, model, served_model_name, host, port, flags):
         return [

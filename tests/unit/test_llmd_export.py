@@ -5,6 +5,8 @@ import pytest
 import yaml
 
 from browser.synthetic_campaign import synthetic_campaign
+from ansible.module_utils.fleetopt_engine import EngineAdapter
+from ansible.module_utils.fleetopt_engines import ADAPTERS
 from fleetopt import llmd_export
 from helpers import ROOT
 
@@ -127,5 +129,27 @@ def test_argv_becomes_llm_d_native_args():
     assert llmd_export.argv_to_args(argv) == {"seed": "0", "ignore-eos": None, "model": "tiny", "tp": "2",
                                               "offset": "-1"}
     assert llmd_export.client_tool(argv, "vllm") == "vllm-benchmark"
-    assert llmd_export.parallelism({"--tensor-parallel-size": 4, "--enable-expert-parallel": True}) == {
+    assert llmd_export.parallelism({"--tensor-parallel-size": 4, "--enable-expert-parallel": True}, "vllm") == {
         "tp": 4, "dp": 1, "pp": 1, "ep": 4}
+    assert llmd_export.parallelism({"--tp-size": 4, "--enable-expert-parallel": True}, "sglang") == {
+        "tp": 4, "dp": 1, "pp": 1, "ep": 1}
+
+
+class ShardEngine(EngineAdapter):
+    name = "shard"
+    parallelism_flags = {"tp": ("--shards",)}
+    per_run_client_flags = ("max-concurrency", "num-prompts", "report-to")
+
+    def benchmark_tool(self, client_argv):
+        return "shard-bench"
+
+
+def test_engine_flags_and_client_names_come_from_the_engine_adapter(monkeypatch):
+    monkeypatch.setitem(ADAPTERS, "shard", ShardEngine)
+    assert llmd_export.parallelism({"--shards": 3, "--tp-size": 8}, "shard") == {"tp": 3, "dp": 1, "pp": 1, "ep": 1}
+    assert llmd_export.client_tool(["python", "-m", "shard.bench"], "shard") == "shard-bench"
+    assert llmd_export.client_args(["shard", "--report-to", "/tmp/x.json", "--seed", "1"], "shard") == {"seed": "1"}
+    assert llmd_export.client_tool(["python", "-m", "sglang.bench_serving"], "sglang") == "sglang.bench_serving"
+    # An engine without an adapter on this controller still exports, with neutral answers.
+    assert llmd_export.parallelism({"--shards": 3}, "gone") == {"tp": 1, "dp": 1, "pp": 1, "ep": 1}
+    assert llmd_export.client_tool(["python", "-m", "gone.bench"], "gone") == "gone-benchmark"
