@@ -8,24 +8,20 @@ import io
 import re
 
 import matplotlib
+import yaml
 
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
+from fleetopt.paths import LIBRARY  # noqa: E402
 from fleetopt.summary import AA_VARIANT, BASELINE  # noqa: E402
 
-# Start-up phases in the order the engines go through them (library/engines/*.yml);
-# a phase keeps its colour in every report. Unknown phases get the spare colours.
-PHASE_ORDER = (
-    "launch", "engine_init", "distributed_init", "weights", "compile", "kv_cache", "cuda_graph",
-    "piecewise_cuda_graph", "piecewise_compile", "piecewise_capture", "scheduler", "http", "warmup",
-)
-PHASE_COLOURS = (
-    "#c7c7c7", "#8c564b", "#bcbd22", "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
-    "#9467bd", "#e377c2", "#f7b6d2", "#17becf", "#393b79", "#aec7e8",
-)
+# Start-up phases in the order the engines go through them, each with the colour it keeps in
+# every report (library/phases.yml). Unknown phases get the spare colours.
+PHASE_COLOURS = {p["name"]: p["colour"] for p in yaml.safe_load((LIBRARY / "phases.yml").read_text())["phases"]}
+PHASE_ORDER = tuple(PHASE_COLOURS)
 SPARE_COLOURS = ("#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#dbdb8d", "#9edae5")
 FAILED_STATUSES = ("crashed", "blocked", "timeout")
 HOST_LINESTYLES = ("-", "--", ":", "-.")
@@ -34,10 +30,15 @@ FIGURE_WIDTH_IN = 9.0
 
 
 def phase_colour(name, extra_names=()):
-    if name in PHASE_ORDER:
-        return PHASE_COLOURS[PHASE_ORDER.index(name)]
-    unknown = sorted(n for n in set(extra_names) | {name} if n not in PHASE_ORDER)
+    if name in PHASE_COLOURS:
+        return PHASE_COLOURS[name]
+    unknown = sorted(n for n in set(extra_names) | {name} if n not in PHASE_COLOURS)
     return SPARE_COLOURS[unknown.index(name) % len(SPARE_COLOURS)]
+
+
+def phase_rank(name):
+    """Sort key: listed phases in their order, then the others by name."""
+    return (PHASE_ORDER.index(name) if name in PHASE_ORDER else len(PHASE_ORDER), name)
 
 
 def series_key(row):
@@ -247,7 +248,7 @@ def startup_svg(cells):
     ax.set_xlabel("seconds since launch")
     ax.grid(True, axis="x", alpha=0.3)
     seen = []
-    for name in sorted(set(names), key=lambda n: (PHASE_ORDER.index(n) if n in PHASE_ORDER else len(PHASE_ORDER), n)):
+    for name in sorted(set(names), key=phase_rank):
         seen.append(Patch(color=phase_colour(name, names), label=name))
     if any(b["status"] in FAILED_STATUSES for b in bars):
         seen.append(plt.Line2D([], [], marker="X", color="#c00000", linestyle="none", markersize=9,

@@ -1,10 +1,12 @@
 import re
 
 import pytest
+import yaml
 
 from browser.synthetic_campaign import EVIL, EXPECTED_VERDICTS, synthetic_campaign
 from fleetopt import html_report, plots
 from fleetopt.summary import build_summary
+from helpers import ROOT
 
 SECTIONS = ("campaign", "verdicts", "noise-floor", "plots", "matrix", "provenance")
 PLOT_IDS = ("plot-throughput", "plot-ttft", "plot-itl", "plot-startup")
@@ -155,3 +157,17 @@ def test_a_noisy_aa_gates_the_hosts_verdicts_and_the_design_is_shown(campaign, t
     assert "before the A/A gate: improved" in row
     assert 'id="noise-floor-warning"' in html
     assert '<dd id="design">launches: 2, order: counterbalanced (ABBA)</dd>' in html
+
+
+def test_phase_order_and_colours_are_library_data():
+    """library/phases.yml orders and colours the start-up phases; the plots keep no table of their own."""
+    listed = yaml.safe_load((ROOT / "library" / "phases.yml").read_text())["phases"]
+    names = [p["name"] for p in listed]
+    assert len(set(names)) == len(names) and len({p["colour"] for p in listed}) == len(listed)
+    for phase in listed:
+        assert plots.phase_colour(phase["name"]) == phase["colour"]
+    assert sorted(reversed(names + ["zzz_new"]), key=plots.phase_rank) == names + ["zzz_new"]
+    # Each shipped engine's phases are listed, in the order its spec goes through them.
+    for spec in sorted((ROOT / "library" / "engines").glob("*.yml")):
+        ordered = list(dict.fromkeys(p["name"] for p in yaml.safe_load(spec.read_text())["phases"]))
+        assert [n for n in names if n in ordered] == ordered, spec.name
