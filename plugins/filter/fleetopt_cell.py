@@ -1,0 +1,65 @@
+# -*- coding: utf-8 -*-
+# Copyright: fleetopt contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filter `fleetopt_cell_outcome`: a campaign cell's status, reason and failure, decided from
+the registered results of the variant's tasks (the campaign role's cell.json.j2 only shapes the
+cell around it).
+
+    {{ _campaign_variant | fleetopt_cell_outcome(_campaign_server, _campaign_bench | default(none),
+                                                  _campaign_post_mortem | default(none), 900) }}
+    -> {'status': 'ok', 'reason': None, 'failure': None, 'host_lost': False}
+"""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+REMEDY_UNREACHABLE = ("Bring the host back and run the campaign again with the same campaign id; "
+                      "finished cells are kept.")
+
+
+def ran(result):
+    """A registered result, or {} for a task that was skipped or never reached."""
+    if not isinstance(result, dict) or result.get("skipped"):
+        return {}
+    return result
+
+
+def failure(failure_class, root_cause, remedy, phase=None):
+    return {"failure_class": failure_class, "verdict": "error", "root_cause": root_cause, "remedy": remedy,
+            "phase": phase, "evidence": [], "also_seen": []}
+
+
+def fleetopt_cell_outcome(variant, server_result=None, bench_result=None, post_mortem_result=None,
+                          bench_level_timeout=None):
+    server_result, bench, post = ran(server_result), ran(bench_result), ran(post_mortem_result)
+    server = server_result.get("server") or {}
+    lost = [r for r in (server_result, bench, post) if r.get("unreachable")]
+    outcome = {"status": None, "reason": None, "failure": None, "host_lost": bool(lost)}
+    if not variant.get("applicable"):
+        outcome.update(status="not_applicable", reason=variant.get("reason"))
+    elif lost:
+        reason = "host unreachable: %s" % lost[0].get("msg", "no answer")
+        outcome.update(status="error", reason=reason,
+                       failure=failure("host_unreachable", reason, REMEDY_UNREACHABLE, server.get("phase")))
+    elif bench and (bench.get("failed") or "levels" not in bench):
+        # failed_when: false hides a module failure (e.g. the host went away under it, rc 137).
+        reason = "the benchmark module failed (rc %s): %s" % (bench.get("rc", "?"), bench.get("msg", ""))
+        outcome.update(status="error", reason=reason,
+                       failure=failure("benchmark_error", reason, "Read the raw benchmark output fetched beside this cell."))
+    elif bench.get("server_died"):
+        outcome.update(status="crashed", failure=(post.get("server") or {}).get("failure"))
+    elif bench.get("timed_out"):
+        outcome.update(status="timeout", reason=(
+            "a benchmark run did not finish within %s s (campaign_bench_level_timeout); the server was stopped "
+            "and the runs left were skipped" % bench_level_timeout))
+    elif server.get("status") == "ready":
+        outcome.update(status="ok")
+    else:
+        outcome.update(status=server.get("status") or "error", failure=server.get("failure"),
+                       reason=server_result.get("msg"))
+    return outcome
+
+
+class FilterModule:
+    def filters(self):
+        return {"fleetopt_cell_outcome": fleetopt_cell_outcome}

@@ -1,0 +1,67 @@
+"""roles/campaign/templates/cell.json.j2 rendered by Ansible itself, with results registered by
+real tasks (a skipped task's result included): the status comes from fleetopt_cell_outcome."""
+import json
+import os
+import subprocess
+import sys
+
+from helpers import ROOT
+
+PLAYBOOK = """
+- name: Render cells
+  hosts: localhost
+  gather_facts: false
+  vars_files: ["%(root)s/roles/campaign/defaults/main.yml"]
+  vars:
+    campaign_id: c1
+    campaign_model_path: /models/tiny
+    _campaign_cell_key: k1
+    _campaign_design: {}
+    _campaign_patches: []
+    _campaign_plan: {engine_version: "0.1.0", host: {}, model_info: {}, stack: {}}
+    _campaign_variant: {id: baseline, title: Baseline, tier: 0, order: 0, launch_number: 1, launches: 1,
+                        applicable: true, flags: {}, catalog_flags: {}, cell_name: baseline}
+  tasks:
+    - name: Stand in for a server that became ready
+      ansible.builtin.set_fact:
+        _campaign_server: {changed: true, server: {status: ready, startup_s: 3.5, log_path: /run/server.log}}
+    - name: Skip the post-mortem, as the campaign does when the server lived
+      ansible.builtin.debug:
+        msg: never
+      register: _campaign_post_mortem
+      when: false
+    - name: Stand in for a benchmark that measured
+      ansible.builtin.set_fact:
+        _campaign_bench: {changed: true, levels: [{concurrency: 1}], client: [python, -m, bench]}
+    - name: Write the measured cell
+      ansible.builtin.copy:
+        content: "{{ lookup('ansible.builtin.template', '%(root)s/roles/campaign/templates/cell.json.j2') }}"
+        dest: "%(out)s/ok.json"
+        mode: "0644"
+    - name: Stand in for a benchmark under which the server died
+      ansible.builtin.set_fact:
+        _campaign_bench: {changed: true, levels: [], server_died: true}
+        _campaign_post_mortem: {changed: true, server: {exit_code: -9, failure: {failure_class: cuda_oom}}}
+    - name: Write the crashed cell
+      ansible.builtin.copy:
+        content: "{{ lookup('ansible.builtin.template', '%(root)s/roles/campaign/templates/cell.json.j2') }}"
+        dest: "%(out)s/crashed.json"
+        mode: "0644"
+"""
+
+
+def test_the_cell_template_takes_status_reason_and_failure_from_the_filter(tmp_path):
+    playbook = tmp_path / "cells.yml"
+    playbook.write_text(PLAYBOOK % {"root": ROOT, "out": tmp_path})
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,",
+                           "-c", "local", "-e", "ansible_python_interpreter=%s" % sys.executable, str(playbook)], cwd=str(ROOT), env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stdout.decode()
+    ok = json.loads((tmp_path / "ok.json").read_text())
+    assert (ok["status"], ok["reason"], ok["failure"], ok["host_lost"]) == ("ok", None, None, False)
+    assert ok["startup"]["startup_s"] == 3.5 and ok["startup"]["log_on_controller"] == "logs/localhost/server.log"
+    assert ok["levels"] == [{"concurrency": 1}] and ok["benchmark"]["client"] == ["python", "-m", "bench"]
+    crashed = json.loads((tmp_path / "crashed.json").read_text())
+    assert crashed["status"] == "crashed" and crashed["failure"] == {"failure_class": "cuda_oom"}
+    assert crashed["startup"]["exit_code"] == -9

@@ -1,0 +1,68 @@
+"""A cell's status, reason and failure are decided by the filter fleetopt_cell_outcome
+(plugins/filter/fleetopt_cell.py) from the registered results of the variant's tasks;
+roles/campaign/templates/cell.json.j2 only shapes the cell around it."""
+import importlib.util
+
+import pytest
+
+from helpers import ROOT
+
+spec = importlib.util.spec_from_file_location("fleetopt_cell_filter", ROOT / "plugins" / "filter" / "fleetopt_cell.py")
+plugin = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(plugin)
+outcome = plugin.FilterModule().filters()["fleetopt_cell_outcome"]
+
+APPLICABLE = {"id": "torch_compile", "applicable": True}
+READY = {"changed": True, "server": {"status": "ready", "startup_s": 12.0}}
+SKIPPED = {"skipped": True, "changed": False}
+LEVELS = {"levels": [{"concurrency": 1}], "client": ["python"]}
+CRASH = {"failure_class": "cuda_oom", "verdict": "crashed"}
+
+
+def test_a_variant_that_does_not_apply_is_not_applicable_and_nothing_else_counts():
+    result = outcome({"id": "x", "applicable": False, "reason": "needs 2 GPUs"}, SKIPPED, SKIPPED)
+    assert result == {"status": "not_applicable", "reason": "needs 2 GPUs", "failure": None, "host_lost": False}
+
+
+def test_a_ready_server_whose_benchmark_measured_is_ok():
+    assert outcome(APPLICABLE, READY, LEVELS) == {"status": "ok", "reason": None, "failure": None, "host_lost": False}
+
+
+@pytest.mark.parametrize("lost_at", ["server", "bench", "post_mortem"])
+def test_a_host_that_stopped_answering_is_an_error_with_the_reason(lost_at):
+    unreachable = {"unreachable": True, "msg": "Failed to connect to the host via ssh"}
+    results = {"server": READY, "bench": dict(LEVELS, server_died=True), "post_mortem": None}
+    results[lost_at] = unreachable
+    result = outcome(APPLICABLE, results["server"], results["bench"], results["post_mortem"])
+    assert result["status"] == "error" and result["host_lost"] is True
+    assert result["reason"] == "host unreachable: Failed to connect to the host via ssh"
+    assert result["failure"]["failure_class"] == "host_unreachable"
+    assert result["failure"]["root_cause"] == result["reason"]
+
+
+def test_a_failed_benchmark_module_is_an_error_that_quotes_it():
+    result = outcome(APPLICABLE, READY, {"failed": True, "rc": 137, "msg": "killed"})
+    assert result["status"] == "error"
+    assert result["reason"] == "the benchmark module failed (rc 137): killed"
+    assert result["failure"]["failure_class"] == "benchmark_error"
+    # failed_when: false hides the failure; a result without levels is one too.
+    assert outcome(APPLICABLE, READY, {"changed": False, "msg": "?"})["reason"] == (
+        "the benchmark module failed (rc ?): ?")
+
+
+def test_a_server_that_died_under_the_benchmark_crashed_with_the_post_mortem_failure():
+    result = outcome(APPLICABLE, READY, dict(LEVELS, server_died=True), {"server": {"failure": CRASH}})
+    assert result == {"status": "crashed", "reason": None, "failure": CRASH, "host_lost": False}
+
+
+def test_a_benchmark_run_past_its_time_is_a_timeout_naming_the_setting():
+    result = outcome(APPLICABLE, READY, dict(LEVELS, timed_out=True), SKIPPED, 900)
+    assert result["status"] == "timeout" and result["failure"] is None
+    assert result["reason"].startswith("a benchmark run did not finish within 900 s (campaign_bench_level_timeout)")
+
+
+def test_a_server_that_never_became_ready_keeps_its_own_status_failure_and_message():
+    server = {"failed": True, "msg": "crashed in cuda_graph", "server": {"status": "crashed", "failure": CRASH}}
+    assert outcome(APPLICABLE, server, SKIPPED, SKIPPED) == {
+        "status": "crashed", "reason": "crashed in cuda_graph", "failure": CRASH, "host_lost": False}
+    assert outcome(APPLICABLE, {"failed": True, "msg": "no python"})["status"] == "error"
