@@ -6,7 +6,6 @@ module's `env` and binds the port the module chose.
 """
 import json
 import pathlib
-import socket
 import sys
 import time
 
@@ -16,6 +15,7 @@ import yaml
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 
+from helpers import free_port  # noqa: E402
 from module_runner import run_module  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures" / "sglang" / "logs"
@@ -33,12 +33,6 @@ exec "%s" "%s" "$@"
 @pytest.fixture(scope="session")
 def sglang_spec():
     return yaml.safe_load((ROOT / "library" / "engines" / "sglang.yml").read_text())
-
-
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def speed_for(fixture):
