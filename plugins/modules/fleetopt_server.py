@@ -367,7 +367,7 @@ import sys
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils import fleetopt_cache, fleetopt_process, fleetopt_supervisor
+from ansible.module_utils import fleetopt_cache, fleetopt_follow, fleetopt_process, fleetopt_supervisor
 from ansible.module_utils.fleetopt_engine import REDACTED, config_hash, redact_argv, redact_env, scrub_failure
 from ansible.module_utils.fleetopt_engines import ADAPTERS, get_adapter
 from ansible.module_utils.fleetopt_gpu import GpuMemoryWatch, busy_gpus, memory_used
@@ -779,32 +779,21 @@ class Lifecycle:
         if state.get("watcher"):
             watcher.restore(state["watcher"])
         health_url = "%s%s" % (public_view(state)["base_url"], adapter.health_path)
-        slice_end = None if self.p["follow_slice"] is None else time.time() + self.p["follow_slice"]
-        deadline = state["launched_at"] + self.p["startup_timeout"]
-        phase_before = watcher.phase
-        renewed = 0.0
         with open(state["log_path"], "r", errors="replace", newline="") as log:
             log.seek(state["offset"])
-            while True:
-                now = time.time()
-                gone = self.process_gone(state)
-                watcher.feed(log.read(), now=now)
-                if gone:
-                    watcher.feed(log.read(), now=now, final=True)
-                    return self.crashed(state, watcher, log.tell(), changed, died=True)
-                if watcher.failed and now - watcher.first_fatal_at >= CRASH_SETTLE_S:
-                    return self.crashed(state, watcher, log.tell(), changed, died=False)
-                if watcher.ready or (not spec.get("ready") and watcher.phase is not None):
-                    if http_ok(health_url, self.p["health_timeout"], self.p["api_key"]):
-                        return self.ready(state, watcher, log.tell(), changed)
-                if now >= deadline:
-                    return self.timed_out(state, watcher, log.tell(), changed)
-                if slice_end is not None and (now >= slice_end or watcher.phase != phase_before):
-                    return self.progress(state, watcher, log.tell(), changed)
-                if now - renewed >= 1.0:
-                    self.renew_lease(state)
-                    renewed = now
-                time.sleep(self.p["poll_interval"])
+            outcome = fleetopt_follow.follow_startup(
+                watcher, log.read, lambda: self.process_gone(state),
+                lambda: http_ok(health_url, self.p["health_timeout"], self.p["api_key"]),
+                deadline=state["launched_at"] + self.p["startup_timeout"],
+                slice_end=None if self.p["follow_slice"] is None else time.time() + self.p["follow_slice"],
+                ready_line=bool(spec.get("ready")), renew=lambda: self.renew_lease(state),
+                poll_interval=self.p["poll_interval"], crash_settle_s=CRASH_SETTLE_S)
+            offset = log.tell()
+        if outcome in (fleetopt_follow.DIED, fleetopt_follow.FAILED):
+            return self.crashed(state, watcher, offset, changed, died=outcome == fleetopt_follow.DIED)
+        ending = {fleetopt_follow.READY: self.ready, fleetopt_follow.TIMEOUT: self.timed_out,
+                  fleetopt_follow.PROGRESS: self.progress}
+        return ending[outcome](state, watcher, offset, changed)
 
     def _record(self, state, watcher, offset, status):
         state["status"] = status
