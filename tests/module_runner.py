@@ -17,13 +17,14 @@ BOOTSTRAP = (
 )
 
 
-def run_module(name, args, check_mode=False, timeout=600):
+def run_module(name, args, check_mode=False, timeout=600, root=ROOT):
+    """`root`: the project whose plugins/ to run (a copy, for tests that add to it)."""
     payload = dict(args)
     if check_mode:
         payload["_ansible_check_mode"] = True
     proc = subprocess.run(
-        [sys.executable, "-c", BOOTSTRAP, str(ROOT / "plugins" / "module_utils"),
-         str(ROOT / "plugins" / "modules" / ("%s.py" % name))],
+        [sys.executable, "-c", BOOTSTRAP, str(root / "plugins" / "module_utils"),
+         str(root / "plugins" / "modules" / ("%s.py" % name))],
         input=json.dumps({"ANSIBLE_MODULE_ARGS": payload}).encode(),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout,
     )
