@@ -16,7 +16,7 @@ import re
 import sys
 
 from fleetopt.paths import engine_spec
-from ansible.module_utils.fleetopt_logwatch import LogWatcher, clean_segments
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_logwatch import LogWatcher, clean_segments
 
 EXIT_UNREADABLE = 2
 

@@ -3,7 +3,7 @@ import argparse
 import sys
 
 from fleetopt.paths import ROOT
-from ansible.module_utils.fleetopt_engines import ADAPTERS  # importable once fleetopt.paths ran
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engines import ADAPTERS  # importable once fleetopt.paths ran
 
 
 def build_parser():

@@ -26,9 +26,9 @@ import uuid
 
 import yaml
 
-import fleetopt.paths  # noqa: F401  (makes ansible.module_utils.fleetopt_* importable)
-from ansible.module_utils.fleetopt_engine import EngineAdapter
-from ansible.module_utils.fleetopt_engines import get_adapter
+import fleetopt.paths  # noqa: F401  (makes the collection's module_utils importable)
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engine import EngineAdapter
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engines import get_adapter
 from fleetopt.files import write_atomically
 from fleetopt.formatting import fmt_confidence
 from fleetopt.launches import launch_details

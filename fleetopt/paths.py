@@ -1,19 +1,28 @@
-"""Where the project's files are, and access to the shared module_utils code.
+"""Where the project's files are, and access to the collection's module_utils.
 
-The engine adapters and the log watcher live in plugins/module_utils so that modules
-can ship them to target hosts; the controller imports the very same files through
-`ansible.module_utils`, whose package path is extended here.
+The engine adapters and the log watcher live in plugins/module_utils so that modules can ship
+them to target hosts; the controller imports the very same files as
+`ansible_collections.fleetopt.campaign.plugins.module_utils`. That needs the folder holding
+`ansible_collections/fleetopt/campaign` on sys.path: this checkout's `collections/` (whose
+`ansible_collections/fleetopt/campaign` is a link to the checkout), or, in an installed
+collection, the folder it was installed into.
 """
 import pathlib
-
-import ansible.module_utils
+import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 LIBRARY = ROOT / "library"
 MODULE_UTILS = ROOT / "plugins" / "module_utils"
 
-if str(MODULE_UTILS) not in ansible.module_utils.__path__:
-    ansible.module_utils.__path__.append(str(MODULE_UTILS))
+
+def collections_dir(root=ROOT):
+    if root.parent.name == "fleetopt" and root.parent.parent.name == "ansible_collections":
+        return root.parent.parent.parent
+    return root / "collections"
+
+
+if str(collections_dir()) not in sys.path:
+    sys.path.append(str(collections_dir()))
 
 
 def engine_spec(engine):

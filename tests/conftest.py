@@ -1,5 +1,5 @@
-"""Shared test setup: tests/ on sys.path, and the project's module_utils importable as
-ansible.module_utils.fleetopt_* (the same files the modules ship to target hosts)."""
+"""Shared test setup: tests/ on sys.path, and the collection's module_utils importable as
+ansible_collections.fleetopt.campaign.plugins.module_utils.* (the files modules ship to hosts)."""
 import pathlib
 import sys
 

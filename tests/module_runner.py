@@ -9,12 +9,19 @@ import subprocess
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+# argv[1]: the folder holding ansible_collections/fleetopt/campaign, so that the module imports
+# its module_utils as ansible_collections.fleetopt.campaign.plugins.module_utils.* as on a host.
 BOOTSTRAP = (
-    "import sys, runpy, ansible.module_utils as mu;"
-    "mu.__path__.append(sys.argv[1]);"
+    "import sys, runpy;"
+    "sys.path.append(sys.argv[1]);"
     "sys.argv = [sys.argv[2]];"
     "runpy.run_path(sys.argv[0], run_name='__main__')"
 )
+
+
+def module_command(name, root=ROOT):
+    """argv that runs the module `name` of the project at `root` as Ansible would on a host."""
+    return [sys.executable, "-c", BOOTSTRAP, str(root / "collections"), str(root / "plugins" / "modules" / ("%s.py" % name))]
 
 
 def run_module(name, args, check_mode=False, timeout=600, root=ROOT):
@@ -23,8 +30,7 @@ def run_module(name, args, check_mode=False, timeout=600, root=ROOT):
     if check_mode:
         payload["_ansible_check_mode"] = True
     proc = subprocess.run(
-        [sys.executable, "-c", BOOTSTRAP, str(root / "plugins" / "module_utils"),
-         str(root / "plugins" / "modules" / ("%s.py" % name))],
+        module_command(name, root),
         input=json.dumps({"ANSIBLE_MODULE_ARGS": payload}).encode(),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout,
     )

@@ -51,7 +51,7 @@ class ActionModule(ActionBase):
         result = super(ActionModule, self).run(tmp, task_vars)
         args = dict(self._task.args)
         if self._play_context.check_mode or args.get("runs"):
-            result.update(self._execute_module(module_name="fleetopt_bench", module_args=args, task_vars=task_vars))
+            result.update(self._execute_module(module_name="fleetopt.campaign.fleetopt_bench", module_args=args, task_vars=task_vars))
             return result
         self._host = task_vars.get("inventory_hostname", "?") if task_vars else "?"
         self._args = args
@@ -105,7 +105,7 @@ class ActionModule(ActionBase):
 
     def _run(self, concurrency, trial):
         began = time.time()
-        step = self._execute_module(module_name="fleetopt_bench", task_vars=self._task_vars,
+        step = self._execute_module(module_name="fleetopt.campaign.fleetopt_bench", task_vars=self._task_vars,
                                     module_args=dict(self._args, runs=[[concurrency, trial]], keep_client=True))
         self._wall += time.time() - began
         if step.get("server_died") or step.get("timed_out"):
@@ -118,7 +118,7 @@ class ActionModule(ActionBase):
         A client with a name of its own serves the next cells too; whoever named it releases it.
         """
         if not self._ended and not self._args.get("client"):
-            self._execute_module(module_name="fleetopt_bench", task_vars=self._task_vars,
+            self._execute_module(module_name="fleetopt.campaign.fleetopt_bench", task_vars=self._task_vars,
                                  module_args=dict(self._args, release_client=True))
 
     def _skipped(self, concurrencies, trials):

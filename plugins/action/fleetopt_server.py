@@ -30,7 +30,7 @@ class ActionModule(ActionBase):
         host = task_vars.get("inventory_hostname", "?") if task_vars else "?"
         following = args.get("state", "started") == "started" and not self._play_context.check_mode
         if not following:
-            result.update(self._execute_module(module_name="fleetopt_server", module_args=args, task_vars=task_vars))
+            result.update(self._execute_module(module_name="fleetopt.campaign.fleetopt_server", module_args=args, task_vars=task_vars))
             return result
 
         if args.get("follow_slice") is None:
@@ -39,7 +39,7 @@ class ActionModule(ActionBase):
         label = "%s %s:%s" % (args.get("engine", "server"), args.get("name"), args.get("port"))
         last_phase = None
         while True:
-            step = self._execute_module(module_name="fleetopt_server", module_args=args, task_vars=task_vars)
+            step = self._execute_module(module_name="fleetopt.campaign.fleetopt_server", module_args=args, task_vars=task_vars)
             changed = changed or bool(step.get("changed"))
             server = step.get("server") or {}
             if step.get("failed") or server.get("status") != "starting":

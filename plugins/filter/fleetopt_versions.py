@@ -4,33 +4,14 @@
 """Filter `fleetopt_version_in_range`: PEP 440 version ranges for roles, with the same code
 the modules use (plugins/module_utils/fleetopt_versions.py).
 
-    {{ '0.5.10rc1' | fleetopt_version_in_range('>=0.5.4,<0.5.10') }}  ->  false
-
-The module_utils file is loaded by its path, relative to this plugin: on the controller,
-`ansible.module_utils` does not include the project's module_utils folder (ansible.cfg's
-`module_utils` setting only decides what ships with modules to hosts), so
-`from ansible.module_utils.fleetopt_versions import ...` fails in a filter plugin and
-ansible skips the plugin.
+    {{ '0.5.10rc1' | fleetopt.campaign.fleetopt_version_in_range('>=0.5.4,<0.5.10') }}  ->  false
 """
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import importlib.util
-import os
-
 from ansible.errors import AnsibleFilterError
-
-
-def _load_versions():
-    path = os.path.join(os.path.dirname(os.path.realpath(__file__)), os.pardir, "module_utils", "fleetopt_versions.py")
-    spec = importlib.util.spec_from_file_location("_fleetopt_versions_for_filters", os.path.normpath(path))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-fleetopt_versions = _load_versions()
+from ansible_collections.fleetopt.campaign.plugins.module_utils import fleetopt_versions
 
 
 def fleetopt_version_in_range(version, spec):

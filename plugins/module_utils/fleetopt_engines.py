@@ -6,8 +6,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible.module_utils.fleetopt_sglang import SglangAdapter
-from ansible.module_utils.fleetopt_vllm import VllmAdapter
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_sglang import SglangAdapter
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_vllm import VllmAdapter
 
 ADAPTERS = {adapter.name: adapter for adapter in (SglangAdapter, VllmAdapter)}
 

@@ -41,8 +41,8 @@ __metaclass__ = type
 
 import json
 
-from ansible.module_utils.fleetopt_engine import BenchmarkFailed, EngineAdapter, merge_flags, render_flags
-from ansible.module_utils.fleetopt_versions import version_in_range
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engine import BenchmarkFailed, EngineAdapter, merge_flags, render_flags
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_versions import version_in_range
 
 PIECEWISE_DEFAULT_ON = ">=0.5.10,<0.5.14"
 # Releases that auto-disable piecewise graphs for GlmMoeDsaForCausalLM (GLM-5) unless enforced.

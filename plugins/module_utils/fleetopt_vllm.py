@@ -15,7 +15,7 @@ __metaclass__ = type
 import json
 import os
 
-from ansible.module_utils.fleetopt_engine import EngineAdapter, render_flags
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engine import EngineAdapter, render_flags
 
 
 class VllmAdapter(EngineAdapter):

@@ -232,11 +232,11 @@ import sys
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.fleetopt_engine import BenchmarkFailed, redact_argv
-from ansible.module_utils.fleetopt_engines import get_adapter
-from ansible.module_utils import fleetopt_bench_client
-from ansible.module_utils.fleetopt_process import pid_alive, process_identity, same_process, session_pids, signal_session
-from ansible.module_utils.fleetopt_supervisor import read_json, write_json, write_lease
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engine import BenchmarkFailed, redact_argv
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engines import get_adapter
+from ansible_collections.fleetopt.campaign.plugins.module_utils import fleetopt_bench_client
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_process import pid_alive, process_identity, same_process, session_pids, signal_session
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_supervisor import read_json, write_json, write_lease
 
 WATCH_INTERVAL_S = 0.2
 # A client busy for this share of a core during its run may be what limits the measurement.

@@ -135,11 +135,11 @@ import socket
 import sys
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.fleetopt_engine import merge_flags
-from ansible.module_utils.fleetopt_versions import version_in_range
-from ansible.module_utils.fleetopt_engines import ADAPTERS, get_adapter
-from ansible.module_utils.fleetopt_gpu import gpu_facts
-from ansible.module_utils.fleetopt_process import cmdline, port_in_use, port_listeners, session_pids
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engine import merge_flags
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_versions import version_in_range
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engines import ADAPTERS, get_adapter
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_gpu import gpu_facts
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_process import cmdline, port_in_use, port_listeners, session_pids
 
 MOE_KEYS = ("num_experts", "n_routed_experts", "num_local_experts", "moe_num_experts")
 

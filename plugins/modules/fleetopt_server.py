@@ -367,15 +367,15 @@ import sys
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils import fleetopt_cache, fleetopt_follow, fleetopt_process, fleetopt_supervisor
-from ansible.module_utils.fleetopt_engine import REDACTED, config_hash, redact_argv, redact_env, scrub_failure
-from ansible.module_utils.fleetopt_engines import ADAPTERS, get_adapter
-from ansible.module_utils.fleetopt_gpu import GpuMemoryWatch, busy_gpus, memory_used
-from ansible.module_utils.fleetopt_logwatch import LogWatcher
-from ansible.module_utils.fleetopt_process import (
+from ansible_collections.fleetopt.campaign.plugins.module_utils import fleetopt_cache, fleetopt_follow, fleetopt_process, fleetopt_supervisor
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engine import REDACTED, config_hash, redact_argv, redact_env, scrub_failure
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engines import ADAPTERS, get_adapter
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_gpu import GpuMemoryWatch, busy_gpus, memory_used
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_logwatch import LogWatcher
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_process import (
     cmdline, pid_alive, port_in_use, port_listeners, process_identity, same_process, session_pids, stop_session,
 )
-from ansible.module_utils.fleetopt_supervisor import read_json, write_json, write_lease
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_supervisor import read_json, write_json, write_lease
 from ansible.module_utils.urls import open_url
 
 # Seconds allowed after the first fatal line for the rest of the traceback to reach the log,

@@ -32,8 +32,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-import fleetopt.paths  # noqa: E402,F401  (ansible.module_utils.fleetopt_*)
-from ansible.module_utils.fleetopt_engine import merge_flags  # noqa: E402
+import fleetopt.paths  # noqa: E402,F401  (the collection's module_utils)
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engine import merge_flags  # noqa: E402
 from module_runner import run_module  # noqa: E402
 
 HOME = pathlib.Path.home()

@@ -68,7 +68,7 @@ def test_every_cell_records_what_produced_it(campaign):
 
 
 def test_no_server_is_left_behind(campaign):
-    from ansible.module_utils.fleetopt_process import port_in_use
+    from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_process import port_in_use
     assert not port_in_use(campaign["port"])
     assert not list((campaign["base"] / "state" / "run").glob("*.json"))
 

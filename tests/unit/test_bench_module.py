@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from helpers import FIXTURES, ROOT, pid_gone
-from module_runner import BOOTSTRAP, run_module
+from helpers import FIXTURES, pid_gone
+from module_runner import module_command, run_module
 
 RESULT = str(FIXTURES / "vllm" / "bench-serve-0.32.0-c4.json")
 
@@ -103,8 +103,7 @@ def start_bench_process(python, tmp_path, parent_shell=False):
                 tokenizer=str(tmp_path), concurrency=[1], result_dir=str(tmp_path / "bench"), name="v",
                 lease_path=str(tmp_path / "lease"), lease_s=60)
     payload = json.dumps({"ANSIBLE_MODULE_ARGS": args})
-    argv = [sys.executable, "-c", BOOTSTRAP, str(ROOT / "plugins" / "module_utils"),
-            str(ROOT / "plugins" / "modules" / "fleetopt_bench.py")]
+    argv = module_command("fleetopt_bench")
     if parent_shell:
         # A parent that goes away without a word, as Ansible does when it is SIGKILLed.
         argv = [sys.executable, "-c", "import subprocess, sys; subprocess.Popen(sys.argv[1:]).wait()"] + argv

@@ -11,8 +11,8 @@ import re
 import pytest
 import yaml
 
-import fleetopt.paths  # noqa: F401  (makes ansible.module_utils.fleetopt_* importable)
-from ansible.module_utils.fleetopt_logwatch import LogWatcher, clean_segments
+import fleetopt.paths  # noqa: F401  (makes the collection's module_utils importable)
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_logwatch import LogWatcher, clean_segments
 from fleetopt import classify
 from fleetopt.classify import feed_whole
 from fleetopt.paths import engine_spec

@@ -10,7 +10,7 @@ import yaml
 from helpers import ROOT
 from module_runner import run_module
 
-from ansible.module_utils import fleetopt_cache
+from ansible_collections.fleetopt.campaign.plugins.module_utils import fleetopt_cache
 
 READY = [[0.1, "(EngineCore pid=1) INFO Initializing a V1 LLM engine (v0.32.0) with config"],
          [0.1, "@serve"],

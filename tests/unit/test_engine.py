@@ -1,6 +1,6 @@
 import pytest
 
-from ansible.module_utils.fleetopt_engine import (
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engine import (
     REDACTED, config_hash, merge_flags, redact_argv, redact_env, render_flags,
 )
 

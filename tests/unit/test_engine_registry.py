@@ -5,8 +5,8 @@ import importlib.util
 import pytest
 import yaml
 
-import fleetopt.paths  # noqa: F401  (makes ansible.module_utils.fleetopt_* importable)
-from ansible.module_utils.fleetopt_engines import ADAPTERS
+import fleetopt.paths  # noqa: F401  (makes the collection's module_utils importable)
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engines import ADAPTERS
 from fleetopt.cli import build_parser
 from helpers import ROOT
 

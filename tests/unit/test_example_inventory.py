@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-import fleetopt.paths  # noqa: F401  (makes ansible.module_utils.fleetopt_* importable)
-from ansible.module_utils.fleetopt_engine import merge_flags
-from ansible.module_utils.fleetopt_sglang import SglangAdapter
+import fleetopt.paths  # noqa: F401  (makes the collection's module_utils importable)
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engine import merge_flags
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_sglang import SglangAdapter
 from helpers import ROOT
 from test_sglang_adapter import CATALOG, TIER1, SNAPSHOTS, rejected_by_parser
 

@@ -1,5 +1,5 @@
 from helpers import FIXTURES
-from ansible.module_utils.fleetopt_gpu import (
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_gpu import (
     clean_topology, parse_cuda_version, parse_driver_version, parse_query_csv,
 )
 

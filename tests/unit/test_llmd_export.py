@@ -5,8 +5,8 @@ import pytest
 import yaml
 
 from browser.synthetic_campaign import synthetic_campaign
-from ansible.module_utils.fleetopt_engine import EngineAdapter
-from ansible.module_utils.fleetopt_engines import ADAPTERS
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engine import EngineAdapter
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engines import ADAPTERS
 from fleetopt import llmd_export
 from helpers import ROOT
 

@@ -3,7 +3,7 @@ import json
 import yaml
 
 from helpers import FIXTURES, ROOT
-from ansible.module_utils.fleetopt_logwatch import LogWatcher, clean_segments
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_logwatch import LogWatcher, clean_segments
 
 SPEC = {
     "phases": [

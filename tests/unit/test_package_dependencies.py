@@ -9,6 +9,8 @@ import tomllib
 
 from helpers import ROOT
 
+# The project's own collection (this checkout, through collections/), not a distribution.
+OWN_COLLECTION = "ansible_collections.fleetopt.campaign."
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 
 
@@ -27,7 +29,8 @@ def imported_top_level(package_dir):
             if isinstance(node, ast.Import):
                 names.update(alias.name.split(".")[0] for alias in node.names)
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                names.add(node.module.split(".")[0])
+                if not node.module.startswith(OWN_COLLECTION):
+                    names.add(node.module.split(".")[0])
     return names - set(sys.stdlib_module_names) - {"fleetopt", "__future__"}
 
 

@@ -5,7 +5,7 @@ import sys
 import pytest
 import yaml
 
-from ansible.module_utils.fleetopt_versions import version_in_range
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_versions import version_in_range
 from helpers import ROOT, ForeignListener
 from module_runner import run_module
 

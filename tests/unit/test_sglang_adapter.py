@@ -9,11 +9,11 @@ import pathlib
 import pytest
 import yaml
 
-import fleetopt.paths  # noqa: F401  (makes ansible.module_utils.fleetopt_* importable)
-from ansible.module_utils.fleetopt_engine import BenchmarkFailed, merge_flags
-from ansible.module_utils.fleetopt_versions import version_in_range
-from ansible.module_utils.fleetopt_engines import get_adapter
-from ansible.module_utils.fleetopt_sglang import FLAG_CHOICES, FLAG_RELEASES, SglangAdapter
+import fleetopt.paths  # noqa: F401  (makes the collection's module_utils importable)
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engine import BenchmarkFailed, merge_flags
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_versions import version_in_range
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engines import get_adapter
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_sglang import FLAG_CHOICES, FLAG_RELEASES, SglangAdapter
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 ARGS = ROOT / "tests" / "fixtures" / "sglang" / "args"

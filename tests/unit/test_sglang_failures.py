@@ -8,8 +8,8 @@ import pathlib
 import pytest
 import yaml
 
-import fleetopt.paths  # noqa: F401  (makes ansible.module_utils.fleetopt_* importable)
-from ansible.module_utils.fleetopt_logwatch import LogWatcher
+import fleetopt.paths  # noqa: F401  (makes the collection's module_utils importable)
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_logwatch import LogWatcher
 from fleetopt.classify import feed_whole
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]

@@ -2,8 +2,8 @@
 processes: the log, the process, the health check and the clock are stand-ins."""
 import pytest
 
-from ansible.module_utils.fleetopt_follow import follow_startup
-from ansible.module_utils.fleetopt_logwatch import LogWatcher
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_follow import follow_startup
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_logwatch import LogWatcher
 
 INIT = "INFO Initializing a V1 LLM engine (v0.32.0) with config\n"
 WEIGHTS = "INFO Starting to load model /models/tiny\n"

@@ -13,7 +13,7 @@ from helpers import ROOT, free_port
 from module_runner import run_module
 
 ADAPTER = '''
-from ansible.module_utils.fleetopt_engine import EngineAdapter, render_flags
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engine import EngineAdapter, render_flags
 
 
 class TinyAdapter(EngineAdapter):
@@ -45,14 +45,16 @@ def project_with_a_third_engine(tmp_path):
     project = tmp_path / "project"
     for folder in ("plugins", "library", "fleetopt"):
         shutil.copytree(ROOT / folder, project / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    (project / "collections" / "ansible_collections" / "fleetopt").mkdir(parents=True)
+    (project / "collections" / "ansible_collections" / "fleetopt" / "campaign").symlink_to(project)
     (project / "plugins" / "module_utils" / "fleetopt_tiny.py").write_text(ADAPTER)
     (project / "library" / "engines" / "tiny.yml").write_text(yaml.safe_dump(SPEC))
     (project / "library" / "catalog" / "tiny.yml").write_text(yaml.safe_dump(CATALOG))
     registry = project / "plugins" / "module_utils" / "fleetopt_engines.py"
     text = registry.read_text()
     registered = text.replace(
-        "from ansible.module_utils.fleetopt_vllm import VllmAdapter\n",
-        "from ansible.module_utils.fleetopt_vllm import VllmAdapter\nfrom ansible.module_utils.fleetopt_tiny import TinyAdapter\n",
+        "from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_vllm import VllmAdapter\n",
+        "from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_vllm import VllmAdapter\nfrom ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_tiny import TinyAdapter\n",
     ).replace("(SglangAdapter, VllmAdapter)", "(SglangAdapter, VllmAdapter, TinyAdapter)")
     assert registered.count("TinyAdapter") == 2
     registry.write_text(registered)

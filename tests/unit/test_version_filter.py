@@ -9,7 +9,7 @@ import pytest
 import yaml
 from ansible.errors import AnsibleFilterError
 
-from ansible.module_utils import fleetopt_versions
+from ansible_collections.fleetopt.campaign.plugins.module_utils import fleetopt_versions
 from helpers import ROOT
 
 PLUGIN = ROOT / "plugins" / "filter" / "fleetopt_versions.py"
@@ -43,17 +43,16 @@ def test_ansible_finds_the_filter_through_the_project_config(tmp_path):
     out = subprocess.run(
         [os.path.join(os.path.dirname(sys.executable), "ansible"), "localhost", "-c", "local", "-i", "localhost,",
          "-m", "ansible.builtin.debug", "-a",
-         "msg={{ ['0.5.10rc1', '0.5.10'] | map('fleetopt_version_in_range', '>=0.5.10') | list }}"],
+         "msg={{ ['0.5.10rc1', '0.5.10'] | map('fleetopt.campaign.fleetopt_version_in_range', '>=0.5.10') | list }}"],
         cwd=str(tmp_path), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120, check=False)
     text = out.stdout.decode()
     assert out.returncode == 0, text
     assert "- false\n" in text and "- true\n" in text, text
 
 
-def test_the_sglang_stack_molecule_scenario_finds_the_filter():
-    """Molecule writes its own ansible.cfg, so the scenario names the project's filter folder."""
+def test_the_sglang_stack_molecule_scenario_finds_the_collection():
+    """Molecule writes its own ansible.cfg, so the scenario names the checkout's collections folder."""
     scenario = yaml.safe_load((ROOT / "roles" / "sglang_stack" / "molecule" / "default" / "molecule.yml").read_text())
-    paths = scenario["provisioner"]["env"]["ANSIBLE_FILTER_PLUGINS"].split(":")
-    project = ROOT / "roles" / "sglang_stack"
-    assert any(os.path.samefile(p.replace("${MOLECULE_PROJECT_DIRECTORY}", str(project)), PLUGIN.parent)
-               for p in paths if os.path.exists(p.replace("${MOLECULE_PROJECT_DIRECTORY}", str(project))))
+    path = scenario["provisioner"]["env"]["ANSIBLE_COLLECTIONS_PATH"].replace(
+        "${MOLECULE_PROJECT_DIRECTORY}", str(ROOT / "roles" / "sglang_stack"))
+    assert os.path.samefile(os.path.join(path, "ansible_collections", "fleetopt", "campaign"), ROOT)

@@ -10,7 +10,7 @@ import pytest
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version as PVersion
 
-from ansible.module_utils.fleetopt_versions import Version, parse_spec, version_in_range
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_versions import Version, parse_spec, version_in_range
 
 # Pre-releases, post, dev, local, epochs, release lengths, spellings packaging normalizes.
 VERSIONS = [

@@ -3,8 +3,8 @@ import json
 import pytest
 
 from helpers import FIXTURES
-from ansible.module_utils.fleetopt_engine import BenchmarkFailed, METRIC_KEYS
-from ansible.module_utils.fleetopt_engines import get_adapter
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engine import BenchmarkFailed, METRIC_KEYS
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engines import get_adapter
 
 
 def test_server_command_runs_the_api_server_module_with_rendered_flags():

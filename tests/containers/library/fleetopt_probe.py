@@ -16,7 +16,7 @@ import socket
 import sys
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.fleetopt_process import port_in_use
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_process import port_in_use
 
 CONTROLLER_ONLY = ("ansible_runner", "yaml", "fleetopt")
 
