@@ -1,8 +1,13 @@
+"""Atomic writes exist once, in module_utils/fleetopt_files.py: the fleetopt_cell action plugin
+and the controller package (fleetopt.files) both use it."""
 import importlib.util
 import json
+import os
 
 import pytest
 
+import fleetopt.files
+from ansible_collections.fleetopt.campaign.plugins.module_utils import fleetopt_files
 from helpers import ROOT
 
 spec = importlib.util.spec_from_file_location("fleetopt_cell_action", ROOT / "plugins" / "action" / "fleetopt_cell.py")
@@ -10,19 +15,26 @@ action = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(action)
 
 
+def test_the_action_plugin_and_the_controller_package_share_one_writer():
+    assert action.write_json_atomically is fleetopt_files.write_json_atomically
+    assert fleetopt.files.write_json_atomically is fleetopt_files.write_json_atomically
+    assert fleetopt.files.write_atomically is fleetopt_files.write_atomically
+
+
 def test_cell_is_written_whole_with_parents_and_no_temporary_left(tmp_path):
     dest = tmp_path / "c1" / "cells" / "host" / "baseline.json"
-    action.write_json_atomically(str(dest), {"variant": "baseline", "levels": [1, 2]})
+    fleetopt_files.write_json_atomically(str(dest), {"variant": "baseline", "levels": [1, 2]})
     assert json.loads(dest.read_text()) == {"variant": "baseline", "levels": [1, 2]}
-    action.write_json_atomically(str(dest), {"variant": "baseline", "levels": []})
+    fleetopt_files.write_json_atomically(dest, {"variant": "baseline", "levels": []})
     assert json.loads(dest.read_text())["levels"] == []
     assert [p.name for p in dest.parent.iterdir()] == ["baseline.json"]
+    assert oct(os.stat(dest).st_mode & 0o777) == "0o644"
 
 
 def test_a_failed_write_leaves_the_previous_cell_intact(tmp_path):
     dest = tmp_path / "cell.json"
-    action.write_json_atomically(str(dest), {"ok": True})
+    fleetopt_files.write_json_atomically(str(dest), {"ok": True})
     with pytest.raises(TypeError):
-        action.write_json_atomically(str(dest), {"bad": object()})
+        fleetopt_files.write_json_atomically(str(dest), {"bad": object()})
     assert json.loads(dest.read_text()) == {"ok": True}
     assert [p.name for p in tmp_path.iterdir()] == ["cell.json"]
