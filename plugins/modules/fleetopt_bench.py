@@ -167,8 +167,13 @@ options:
   api_key:
     description: API key for a server started with one; never logged.
     type: str
-notes:
-  - Check mode reports what would run and runs nothing.
+attributes:
+  check_mode:
+    support: full
+    description: Reports what would run and runs nothing.
+  diff_mode:
+    support: none
+    description: Reports no differences; the result says what changed.
 """
 
 EXAMPLES = r"""

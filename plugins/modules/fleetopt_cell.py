@@ -27,8 +27,13 @@ options:
     description: The cell.
     type: dict
     required: true
-notes:
-  - Supports check mode (nothing is written).
+attributes:
+  check_mode:
+    support: full
+    description: Says which file it would write and writes nothing.
+  diff_mode:
+    support: none
+    description: Reports no differences; the result says what changed.
 """
 
 EXAMPLES = r"""

@@ -81,8 +81,13 @@ options:
     description: Name or path of nvidia-smi.
     type: str
     default: nvidia-smi
-notes:
-  - Supports check mode (it changes nothing).
+attributes:
+  check_mode:
+    support: full
+    description: Plans as usual; the module never changes anything.
+  diff_mode:
+    support: none
+    description: Reports no differences; the result says what changed.
 """
 
 EXAMPLES = r"""

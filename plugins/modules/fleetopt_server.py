@@ -182,8 +182,14 @@ options:
       - Not part of the configuration; a running server with the same configuration is kept and takes
         the new label. Only used with O(state=started).
     type: dict
+attributes:
+  check_mode:
+    support: full
+    description: Says what it would launch, restart or stop; nothing is launched or signalled.
+  diff_mode:
+    support: none
+    description: Reports no differences; the result says what changed.
 notes:
-  - Supports check mode; nothing is launched or signalled in check mode.
   - Linux only (reads C(/proc)).
 """
 
@@ -234,117 +240,147 @@ server:
   type: dict
   contains:
     status:
+      returned: always
       description: C(ready), C(starting), C(crashed), C(blocked), C(timeout), C(error) (could not launch) or C(stopped).
       type: str
       sample: ready
     pid:
+      returned: when a server was launched or found
       description: PID of the server process.
       type: int
       sample: 4242
     sid:
+      returned: when a server was launched or found
       description: Session id of the server and its supervisor (the supervisor's PID).
       type: int
       sample: 4241
     port:
+      returned: always
       description: HTTP port.
       type: int
       sample: 8700
     base_url:
+      returned: when a server was launched or found
       description: URL the benchmark client should use.
       type: str
       sample: http://127.0.0.1:8700
     phase:
+      returned: when a server was launched or found
       description: Last start-up phase seen in the log.
       type: str
       sample: kv_cache
     phases:
+      returned: when a server was launched or found
       description: Per phase, its start offset, duration, log line and values read from the log.
       type: dict
       sample: {"weights": {"start_s": 1.2, "duration_s": 0.4, "line": 31, "info": {}}}
     startup_s:
+      returned: when the start-up ended (ready, crashed, blocked or timeout)
       description: Seconds from launch to ready (or to the crash).
       type: float
       sample: 21.4
     ready_noticed_after_s:
+      returned: when the server became ready
       description: Seconds between the ready line being written to the log (as the supervisor recorded it) and this module noticing it.
       type: float
       sample: 0.05
     failure:
+      returned: when the server crashed, was blocked or could not be launched
       description: Root cause of a crash, or null.
       type: dict
       sample: {"failure_class": "cuda_oom", "verdict": "crashed", "root_cause": "...", "remedy": "...", "evidence": [{"line": 88, "text": "..."}]}
     exit_code:
+      returned: when a server was launched or found
       description: Exit code of the server once it ended (recorded by its supervisor, also after this module returned), else null.
       type: int
     lease_path:
+      returned: when a server was launched or found
       description: The lease file; give it to C(fleetopt_bench) so long benchmarks renew the lease.
       type: str
     gpu_before_mib:
+      returned: when a server was launched or found
       description: Used memory per GPU (MiB) before the launch, or null without nvidia-smi.
       type: dict
     argv:
+      returned: when a server was launched or found, or would be (check mode)
       description: The launch command, secrets redacted.
       type: list
       elements: str
     env:
+      returned: when a server was launched or found
       description: The extra environment, secrets redacted.
       type: dict
     config_hash:
+      returned: when a server was launched or found
       description: SHA-256 of launch command and environment; identifies the configuration.
       type: str
     log_path:
+      returned: when a server was launched or found
       description: The server's log file.
       type: str
     stop:
+      returned: when a stop ran
       description:
         - What a stop did (signalled, killed, remaining, port_free, gpu_released, elapsed_s, complete) and
           C(gpu_memory) with per-GPU used memory before the launch and after the stop.
       type: dict
     label:
+      returned: when a server was launched or found
       description: The O(label) the server was started with (or last given), also when a later stop finds it; null without one.
       type: dict
       sample: {"campaign": "nightly", "cell": "torch_compile", "variant": "torch_compile", "launch": 1}
     stopped_by:
+      returned: when a server was found after it ended
       description: C(lease) when the supervisor stopped the server because its lease ran out, else null.
       type: str
       sample: lease
     lease_expired_at:
+      returned: when a server was found after it ended
       description: Epoch seconds (the host's clock) at which the lease ran out, when RV(server.stopped_by) is C(lease).
       type: float
       sample: 1767268800.5
     ended_at:
+      returned: when a server was found after it ended
       description: Epoch seconds (the host's clock) at which the server exited, as its supervisor recorded it, else null.
       type: float
       sample: 1767268801.9
     cache:
+      returned: when a server was launched or found, or would be (check mode)
       description: Where the compilation and JIT caches of this launch live; null without O(cache_dir).
       type: dict
       contains:
         dir:
+          returned: when RV(server.cache) is not null
           description: O(cache_dir).
           type: str
           sample: /root/.local/state/fleetopt/cache/vllm
         root:
+          returned: when RV(server.cache) is not null
           description: The folder the variables point into (O(cache_dir) itself when warm).
           type: str
           sample: /root/.local/state/fleetopt/cache/vllm/.cold/vllm-8000
         mode:
+          returned: when RV(server.cache) is not null
           description: O(cache_mode).
           type: str
           sample: warm
         env:
+          returned: when RV(server.cache) is not null
           description: Each cache variable fleetopt set, and its folder.
           type: dict
           sample: {"VLLM_CACHE_ROOT": "/root/.local/state/fleetopt/cache/vllm/vllm"}
         user_env:
+          returned: when RV(server.cache) is not null
           description: Cache variables O(env) or O(secret_env) set, left as they were (names and values; secret values redacted).
           type: dict
           sample: {"TRITON_CACHE_DIR": "/scratch/triton"}
         entries_before:
+          returned: when RV(server.cache) is not null
           description: Files in the folders of RV(server.cache.env) at launch; above 0, the launch started warm.
           type: int
           sample: 0
         entries_ready:
+          returned: once the server was ready
           description: Files in those folders once the server was ready (what this launch left for the next).
           type: int
           sample: 57

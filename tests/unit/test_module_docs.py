@@ -47,3 +47,20 @@ def test_modules_and_module_utils_import_only_the_standard_library_and_ansible(p
             top = name.split(".")[0]
             own = name.startswith("ansible_collections.fleetopt.campaign.plugins.module_utils")
             assert own or top in ("ansible", "__future__") or top in __import__("sys").stdlib_module_names, name
+
+
+def return_keys(spec, prefix=""):
+    for key, value in spec.items():
+        yield prefix + key, value
+        yield from return_keys(value.get("contains") or {}, prefix + key + ".")
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: p.stem)
+def test_documentation_states_attributes_and_when_each_value_is_returned(path):
+    module = load(path)
+    attributes = yaml.safe_load(module.DOCUMENTATION)["attributes"]
+    for name in ("check_mode", "diff_mode"):
+        assert attributes[name]["support"] in ("full", "partial", "none"), name
+        assert attributes[name]["description"], name
+    missing = [key for key, value in return_keys(yaml.safe_load(module.RETURN)) if not value.get("returned")]
+    assert missing == []
