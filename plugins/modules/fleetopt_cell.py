@@ -38,7 +38,7 @@ attributes:
 
 EXAMPLES = r"""
 - name: Write the cell of the baseline
-  fleetopt_cell:
+  fleetopt.campaign.fleetopt_cell:
     dest: "{{ playbook_dir }}/results/{{ campaign_id }}/cells/{{ inventory_hostname }}/baseline.json"
     content: "{{ _campaign_cell }}"
 """

