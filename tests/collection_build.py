@@ -21,6 +21,7 @@ def galaxy(*args, cwd):
 def build_and_install(folder):
     """{'tarball', 'collections' (the collections path), 'installed' (the collection's folder)}."""
     folder = pathlib.Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
     galaxy("collection", "build", "--output-path", str(folder / "dist"), str(ROOT), cwd=folder)
     tarball = next((folder / "dist").glob("%s-%s-*.tar.gz" % (NAMESPACE, NAME)))
     collections = folder / "collections"

@@ -62,3 +62,11 @@ def test_ansible_doc_documents_every_role_entry_point_from_the_installed_tarball
 def test_ansible_doc_documents_the_callback_from_the_installed_tarball(installed, tmp_path):
     docs = ansible_doc(installed, tmp_path, "-t", "callback", "fleetopt.campaign.fleetopt_interrupt")
     assert docs["fleetopt.campaign.fleetopt_interrupt"]["doc"]["short_description"]
+
+
+def test_ansible_doc_documents_the_filters_from_the_installed_tarball(installed, tmp_path):
+    names = ["fleetopt.campaign.fleetopt_cell_outcome", "fleetopt.campaign.fleetopt_version_in_range"]
+    docs = ansible_doc(installed, tmp_path, "-t", "filter", *names)
+    assert sorted(docs) == names
+    for name in names:
+        assert docs[name]["doc"]["short_description"], name
