@@ -26,7 +26,8 @@ import uuid
 
 import yaml
 
-import fleetopt.paths  # noqa: F401  (makes the collection's module_utils importable)
+# makes the collection's module_utils importable
+import fleetopt.paths  # noqa: F401  pylint: disable=unused-import
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engine import EngineAdapter
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engines import get_adapter
 from fleetopt.files import write_atomically
@@ -212,8 +213,8 @@ def describe_row(summary, row):
     if comparison.get("change_pct") is not None:
         text += "; %s %+.1f %% vs baseline" % (metric, comparison["change_pct"])
         if comparison.get("ci_low_pct") is not None:
-            text += " [%+.1f, %+.1f] (%s %% CI)" % (comparison["ci_low_pct"], comparison["ci_high_pct"],
-                                                   fmt_confidence(comparison.get("confidence", 0.95)))
+            text += " [%+.1f, %+.1f] (%s %% CI)" % (
+                comparison["ci_low_pct"], comparison["ci_high_pct"], fmt_confidence(comparison.get("confidence", 0.95)))
     if row.get("verdict"):
         text += ", %s" % row["verdict"]
     return text

@@ -84,8 +84,8 @@ def aa_text(summary):
             lines.append("- %s: %s. Every other verdict of this host is inconclusive (the verdict before this "
                          "gate is kept as verdict_before_aa)." % (host["host"], host["gate"]))
         else:
-            lines.append("- %s: the baseline is equivalent to itself (A/A neutral: %s)." % (host["host"],
-                                                                                       host["reason"]))
+            lines.append("- %s: the baseline is equivalent to itself (A/A neutral: %s)." % (
+                host["host"], host["reason"]))
     return "\n".join(lines)
 
 

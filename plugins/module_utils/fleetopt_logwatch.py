@@ -101,6 +101,8 @@ def _is_warning(message):
 
 def _is_error(message):
     return bool(ERROR_LEVEL.match(message)) or any(m in message for m in ERROR_MARKERS)
+
+
 NOT_FATAL_BEFORE = re.compile(r"^Exception ignored in\b")
 # What a wrapper puts before the engine's own line: process tags of Ray and vLLM
 # (`(WorkerDict pid=616, ip=...) `, `(EngineCore_DP0 pid=68) `), Python logging's

@@ -344,4 +344,3 @@ class SglangAdapter(EngineAdapter):
             last_line = [line for line in str(errors[0]).splitlines() if line.strip()][-1]
             return "all %d requests failed; first error: %s" % (len(errors), last_line.strip()[:300])
         return "bench_serving completed 0 requests (it writes zeros, not an error, when every request fails)"
-

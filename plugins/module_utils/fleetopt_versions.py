@@ -103,7 +103,7 @@ class Version:
     @property
     def public(self):
         """The same version without its local label."""
-        return Version(str(self).split("+")[0])
+        return Version(str(self).split("+", 1)[0])
 
     @property
     def base(self):
@@ -193,7 +193,7 @@ def _clause_matches(version, op, target, clause, spec):
     if op == "<":
         # '<V' does not take V's own pre-releases (V.dev0 and up) unless V is itself one.
         if not wanted.is_prerelease:
-            wanted = Version("%s.dev0" % str(wanted).split("+")[0])
+            wanted = Version("%s.dev0" % str(wanted).split("+", 1)[0])
         return version < wanted
     # '>V' does not take V with a local label, nor V's post-releases unless V is one (or a dev
     # release, which has none): nothing that shares V's epoch, release and pre-release part.

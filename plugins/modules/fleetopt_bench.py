@@ -25,7 +25,7 @@ description:
     result and elapsed time after each, so a long benchmark shows progress and no connection sits
     idle for longer than one run.
 version_added: "0.1.0"
-author: fleetopt contributors
+author: fleetopt contributors (@fleetopt)
 options:
   engine:
     description: Engine adapter whose client to use.
@@ -198,7 +198,9 @@ levels:
   type: list
   elements: dict
   sample: [{"concurrency": 4, "trial": 1, "status": "ok", "reason": null, "duration_s": 7.9, "client_started": false,
-            "client_run_s": 7.8, "client_cpu_s": 2.1, "client_cpu_share": 0.27, "client_bound": false, "metrics": {"output_throughput": 2210.4, "total_throughput": 4420.8, "mean_ttft_ms": 12.1, "p99_ttft_ms": 30.2, "mean_itl_ms": 1.6}}]
+            "client_run_s": 7.8, "client_cpu_s": 2.1, "client_cpu_share": 0.27, "client_bound": false,
+            "metrics": {"output_throughput": 2210.4, "total_throughput": 4420.8, "mean_ttft_ms": 12.1, "p99_ttft_ms": 30.2,
+                        "mean_itl_ms": 1.6}}]
 server_died:
   description: Whether the server died during the benchmark.
   returned: always
@@ -224,7 +226,7 @@ client_wall_s:
   returned: when the action plugin ran the benchmark
   type: float
 measured_s:
-  description: The time the client measured (the sum of its runs' durations), to set against O(client_wall_s).
+  description: The time the client measured (the sum of its runs' durations), to set against RV(client_wall_s).
   returned: when the action plugin ran the benchmark
   type: float
 """

@@ -17,7 +17,7 @@ description:
   - This is an action plugin; it runs on the controller whatever host the task targets, and
     costs no connection or module run.
 version_added: "0.1.0"
-author: fleetopt contributors
+author: fleetopt contributors (@fleetopt)
 options:
   dest:
     description: Path of the cell file on the controller; parent folders are created.

@@ -20,7 +20,7 @@ description:
   - Fails with a clear message when the engine is not installed, the model path is missing,
     or the port is held by a process fleetopt did not start.
 version_added: "0.1.0"
-author: fleetopt contributors
+author: fleetopt contributors (@fleetopt)
 options:
   engine:
     description: Engine adapter.
@@ -114,7 +114,8 @@ host:
   description: Host facts recorded with every result.
   returned: success
   type: dict
-  sample: {"hostname": "gpu7", "platform": "cuda", "cpu_model": "AMD EPYC 9654", "cpu_count": 192, "memory_gib": 1511.6, "gpus": [{"name": "NVIDIA H200", "driver_version": "570.124.06"}]}
+  sample: {"hostname": "gpu7", "platform": "cuda", "cpu_model": "AMD EPYC 9654", "cpu_count": 192, "memory_gib": 1511.6,
+           "gpus": [{"name": "NVIDIA H200", "driver_version": "570.124.06"}]}
 model_info:
   description: What the model's config.json says (architecture, mixture of experts).
   returned: success

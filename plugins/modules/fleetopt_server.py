@@ -38,7 +38,7 @@ description:
     own compile cache) live in subfolders of that folder, so the variants launched on a host
     share what an earlier launch compiled. O(cache_mode) says whether a launch starts warm or cold.
 version_added: "0.1.0"
-author: fleetopt contributors
+author: fleetopt contributors (@fleetopt)
 options:
   name:
     description: Slot name; one server per slot. State lives in O(run_dir)/<name>.json.
