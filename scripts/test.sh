@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Run every test: lint, unit tests, end-to-end campaigns on the real local engine, and the
-# molecule scenarios of the provisioning roles on podman. Installs what the tests need.
+# Run every test: lint, ansible-test sanity and units, unit tests, end-to-end campaigns on the real
+# local engine (the collection built, installed and used from a user's playbook among them), and
+# the molecule scenarios of the provisioning roles on podman. Installs what the tests need.
 # Arguments go to pytest (e.g. scripts/test.sh -m "not e2e" for the fast part only).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -20,6 +21,9 @@ ansible-playbook playbooks/setup_local.yml || exit 1
 
 echo "== ansible-lint"
 ansible-lint || status=1
+
+echo "== ansible-test sanity and units (the collection, from its tarball)"
+scripts/ansible_test.sh || status=1
 
 echo "== Chromium for the browser tests"
 tests/browser/ensure_chromium.sh || exit 1

@@ -21,7 +21,9 @@ BOOTSTRAP = (
 
 def module_command(name, root=ROOT):
     """argv that runs the module `name` of the project at `root` as Ansible would on a host."""
-    return [sys.executable, "-c", BOOTSTRAP, str(root / "collections"), str(root / "plugins" / "modules" / ("%s.py" % name))]
+    from fleetopt.paths import collections_dir
+
+    return [sys.executable, "-c", BOOTSTRAP, str(collections_dir(root)), str(root / "plugins" / "modules" / ("%s.py" % name))]
 
 
 def run_module(name, args, check_mode=False, timeout=600, root=ROOT):

@@ -97,3 +97,12 @@ def test_missing_file_is_a_clear_error_with_exit_2(tmp_path):
     proc, _ = cli("--engine", "sglang", str(tmp_path / "absent.log"))
     assert proc.returncode == 2
     assert "cannot read" in proc.stderr.decode() and proc.stdout == b""
+
+
+def test_classify_log_accepts_the_registered_engines():
+    from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engines import ADAPTERS
+    from fleetopt.cli import build_parser
+
+    classify = build_parser()._subparsers._group_actions[0].choices["classify-log"]
+    engine = next(a for a in classify._actions if a.dest == "engine")
+    assert sorted(engine.choices) == sorted(ADAPTERS)

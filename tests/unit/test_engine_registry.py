@@ -1,5 +1,6 @@
 """The engines fleetopt knows are the adapters registered in module_utils/fleetopt_engines.py;
-every list of engine names elsewhere derives from that registry or is checked against it here."""
+every list of engine names elsewhere derives from that registry or is checked against it here
+(the CLI's: tests/unit/test_classify_cli.py)."""
 import importlib.util
 
 import pytest
@@ -7,7 +8,6 @@ import yaml
 
 import fleetopt.paths  # noqa: F401  (makes the collection's module_utils importable)
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engines import ADAPTERS
-from fleetopt.cli import build_parser
 from helpers import ROOT
 
 ENGINES = sorted(ADAPTERS)
@@ -38,13 +38,6 @@ def test_module_documentation_lists_the_registered_engines(name):
 @pytest.mark.parametrize("name", MODULES_WITH_ENGINE)
 def test_module_argument_spec_accepts_the_registered_engines(name):
     assert sorted(load_module(name).module_args()["engine"]["choices"]) == ENGINES
-
-
-def test_cli_classify_log_accepts_the_registered_engines():
-    parser = build_parser()
-    classify = parser._subparsers._group_actions[0].choices["classify-log"]
-    engine = next(a for a in classify._actions if a.dest == "engine")
-    assert sorted(engine.choices) == ENGINES
 
 
 def test_role_argument_specs_list_the_registered_engines():
