@@ -14,6 +14,7 @@ __metaclass__ = type
 import os
 import signal
 import socket
+import subprocess
 import time
 
 TCP_LISTEN = "0A"
@@ -146,6 +147,21 @@ def port_in_use(port, host="127.0.0.1"):
         return True
     finally:
         probe.close()
+
+
+def start_session(argv, stdin_data, output_path):
+    """Start `argv` as the leader of a session of its own (so it and all it starts can be found and
+    stopped by session id, and it outlives the module), with stdout and stderr going to
+    `output_path` (truncated, mode 0600) and `stdin_data` (bytes) as its input; returns the Popen."""
+    fd = os.open(output_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=fd, stderr=fd, start_new_session=True, close_fds=True)
+    finally:
+        os.close(fd)
+    proc.stdin.write(stdin_data)
+    proc.stdin.close()
+    return proc
 
 
 def signal_session(sid, signum):

@@ -398,7 +398,6 @@ import inspect
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
 
@@ -725,7 +724,7 @@ class Lifecycle:
         if busy:
             self.fail_launch(
                 "GPU %s already hold%s memory (%s) that no fleetopt server of this slot uses; nothing was launched"
-                % (", ".join(i for i, _ in busy), "s" if len(busy) == 1 else "",
+                % (", ".join(i for i, _mib in busy), "s" if len(busy) == 1 else "",
                    ", ".join("%d MiB on GPU %s" % (m, i) for i, m in busy)),
                 "Find the process with nvidia-smi (on the Proxmox host: its PIDs are the host's) and stop it, "
                 "or raise gpu_busy_threshold_mib if this much memory is always in use.",
@@ -758,14 +757,8 @@ class Lifecycle:
             "secrets": self.secrets, "stop_timeout": self.p["stop_timeout"], "ready_pattern": (self.p["engine_spec"].get("ready") or {}).get("pattern"),
         }
         supervisor = install_supervisor(self.p["run_dir"])
-        fd = os.open(self.slot.supervisor_log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            proc = subprocess.Popen([sys.executable, supervisor], stdin=subprocess.PIPE, stdout=fd, stderr=fd,
-                                    start_new_session=True, close_fds=True)
-        finally:
-            os.close(fd)
-        proc.stdin.write(json.dumps(config).encode("utf-8"))
-        proc.stdin.close()
+        proc = fleetopt_process.start_session([sys.executable, supervisor], json.dumps(config).encode("utf-8"),
+                                              self.slot.supervisor_log)
         self._supervisor = proc
         launched_at = time.time()
         status = {}
