@@ -90,7 +90,7 @@ def count_files(paths, limit=MAX_COUNTED):
     """Files under the given folders (missing folders count nothing)."""
     total = 0
     for path in sorted(set(paths)):
-        for _, _, files in os.walk(path):
+        for _folder, _subfolders, files in os.walk(path):
             total += len(files)
             if total >= limit:
                 return limit

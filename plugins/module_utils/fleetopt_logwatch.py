@@ -549,7 +549,7 @@ class LogWatcher:
         failed = self.failed
         if not self.matches and not failed:
             return None
-        context = [t for _, t in self.recent]
+        context = [t for _line_no, t in self.recent]
         primary = self.primary_traceback()
         primary_indexes = {b.index for b in primary} if primary else set()
         best = None
@@ -578,13 +578,13 @@ class LogWatcher:
                 return self._unknown_crash(primary, said)
         if best is None:
             return None
-        _, sig, line, text, phase, block = best
+        sig, line, text, phase, block = best[1:]
         evidence = [
             {"line": ln, "text": tx}
-            for s, ln, tx, _ in self.matches
+            for s, ln, tx, _phase in self.matches
             if s is sig
         ][:5]
-        symptoms = sorted({s.failure_class for s, _, _, _ in self.matches if s.failure_class != sig.failure_class})
+        symptoms = sorted({m[0].failure_class for m in self.matches if m[0].failure_class != sig.failure_class})
         if block is not None and (sig.frames or sig.deepest_frame or any(
                 text.endswith(e) for e in block.exceptions[-1:])):
             confidence = "frames"
@@ -629,7 +629,7 @@ class LogWatcher:
                     "line": chain[0].line,
                     "confidence": "frames",
                     "evidence": [{"line": chain[0].line, "text": "deepest frame: %s" % frame}],
-                    "also_seen": sorted({s.failure_class for s, _, _, _ in self.matches}),
+                    "also_seen": sorted({m[0].failure_class for m in self.matches}),
                     "traceback": self._traceback_summary(chain),
                 }
         return None
@@ -649,7 +649,7 @@ class LogWatcher:
             "line": chain[0].line,
             "confidence": "structure",
             "evidence": [{"line": chain[0].line, "text": exception}],
-            "also_seen": sorted({s.failure_class for s, _, _, _ in self.matches}),
+            "also_seen": sorted({m[0].failure_class for m in self.matches}),
             "traceback": self._traceback_summary(chain),
         }
 

@@ -182,7 +182,7 @@ class Supervisor:
         open_stream = True
         while open_stream or self.status["exit_code"] is None:
             if open_stream:
-                readable, _, _ = select.select([stream], [], [], POLL_S)
+                readable = select.select([stream], [], [], POLL_S)[0]
                 now = time.time()
                 if readable:
                     chunk = os.read(stream, READ_CHUNK)

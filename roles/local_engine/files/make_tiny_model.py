@@ -19,8 +19,8 @@ WORDS = (
 
 def synthetic_corpus(seed, lines=4000):
     rng = random.Random(seed)
-    for _ in range(lines):
-        yield " ".join(rng.choice(WORDS) for _ in range(rng.randint(5, 30)))
+    for _line in range(lines):
+        yield " ".join(rng.choice(WORDS) for _word in range(rng.randint(5, 30)))
 
 
 def build_tokenizer(out, seed, vocab_size):

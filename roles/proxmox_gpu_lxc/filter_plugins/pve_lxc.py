@@ -140,7 +140,7 @@ def pve_lxc_conf_merge(content, desired, managed_patterns):
 def pve_lxc_conf_keys(content, pattern=r"^dev\d+$"):
     """Map of key -> value for main-section `key: value` lines whose key matches `pattern`."""
     key_re = re.compile(pattern)
-    main, _ = _split_sections(content)
+    main = _split_sections(content)[0]
     found = {}
     for line in main:
         if ":" not in line or line.startswith("#"):
