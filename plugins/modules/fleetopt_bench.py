@@ -33,9 +33,10 @@ options:
     choices: [sglang, vllm]
     required: true
   python:
-    description: Interpreter of the engine's virtual environment (the client ships with the engine).
+    description:
+      - Interpreter of the engine's virtual environment (the client ships with the engine). Required unless
+        O(release_client).
     type: path
-    required: true
   engine_version:
     description:
       - Installed engine release (as C(fleetopt_plan) reports it), so the client is called the way that
@@ -245,13 +246,13 @@ CLIENT_BOUND_SHARE = 0.9
 OUTPUT_TAIL_CHARS = 1500
 
 
-MEASURE_ARGS = ["base_url", "served_model_name", "tokenizer", "concurrency", "result_dir", "name"]
+MEASURE_ARGS = ["python", "base_url", "served_model_name", "tokenizer", "concurrency", "result_dir", "name"]
 
 
 def module_args():
     return dict(
         engine=dict(type="str", choices=["sglang", "vllm"], required=True),
-        python=dict(type="path", required=True),
+        python=dict(type="path"),
         engine_version=dict(type="str"),
         base_url=dict(type="str"),
         served_model_name=dict(type="str"),
@@ -513,7 +514,8 @@ def main():
         module.fail_json(msg="release_client needs client_dir, or result_dir and name")
     adapter = get_adapter(p["engine"], p["engine_version"])
     if module.check_mode:
-        module.exit_json(changed=False, levels=[], server_died=False, timed_out=False, client=[], msg="would benchmark")
+        module.exit_json(changed=False, levels=[], server_died=False, timed_out=False, client=[],
+                         msg="would stop the kept benchmark client" if p["release_client"] else "would benchmark")
     env = dict(os.environ)
     env.update(adapter.bench_env())
     if p["api_key"]:
