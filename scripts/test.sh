@@ -6,6 +6,9 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
+started=$SECONDS
+phase() { echo "== $1 (at +$((SECONDS - started)) s)"; }
+
 scripts/bootstrap.sh || exit 1
 export PATH="$PWD/.venv/bin:$PATH"
 status=0
@@ -16,25 +19,27 @@ mkdir -p artifacts
 setsid python tests/fixtures/sglang/client/provision.py 0.5.9 0.5.23 > artifacts/sglang-client-provision.log 2>&1 &
 sglang_client_build=$!
 
-echo "== provisioning the local engine the end-to-end tests use"
+phase "provisioning the local engine the end-to-end tests use"
 ansible-playbook playbooks/setup_local.yml || exit 1
 
-echo "== ansible-lint"
+phase "ansible-lint"
 ansible-lint || status=1
 
-echo "== ansible-test sanity and units (the collection, from its tarball)"
+phase "ansible-test sanity and units (the collection, from its tarball)"
 scripts/ansible_test.sh || status=1
 
-echo "== Chromium for the browser tests"
+phase "Chromium for the browser tests"
 tests/browser/ensure_chromium.sh || exit 1
 
-echo "== pytest"
-python -m pytest "$@" || status=1
+phase "pytest"
+# The slowest tests are listed at the end, so a CI log shows where its time went.
+python -m pytest --durations=25 "$@" || status=1
 # A build no test waited for (a run of some tests only) is not left behind; the next run redoes it.
 kill -- -"$sglang_client_build" 2>/dev/null
 
 if [ -x tests/molecule/run_all.sh ] && [ "${FLEETOPT_SKIP_MOLECULE:-0}" != 1 ]; then
-  echo "== molecule"
+  phase "molecule"
   tests/molecule/run_all.sh || status=1
 fi
+phase "done, status $status"
 exit $status

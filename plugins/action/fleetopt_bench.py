@@ -8,7 +8,7 @@ call it would print nothing for that long and leave the connection idle. Here ea
 its own call (`runs: [[concurrency, trial]]`); after each the level, trial, result and
 elapsed time are printed, and the module's lease renewal keeps the server's lease fresh.
 Every call keeps the engine's client alive on the host, so its imports are paid once per
-cell; a last call releases it. With a `client` name of its own, the client is left alive for
+cell; a last call releases it. With a `client_dir` of its own, the client is left alive for
 the next cell (the campaign releases it after a host's last cell), so its imports are paid once
 per host and campaign.
 
@@ -115,9 +115,9 @@ class ActionModule(ActionBase):
     def _release_client(self):
         """Tell the kept client that the cell is done (a run that ended the benchmark stopped it already).
 
-        A client with a name of its own serves the next cells too; whoever named it releases it.
+        A client with a folder of its own (client_dir) serves the next cells too; whoever chose it releases it.
         """
-        if not self._ended and not self._args.get("client"):
+        if not self._ended and not self._args.get("client_dir"):
             self._execute_module(module_name="fleetopt.campaign.fleetopt_bench", task_vars=self._task_vars,
                                  module_args=dict(self._args, release_client=True))
 

@@ -33,9 +33,10 @@ options:
     choices: [sglang, vllm]
     required: true
   python:
-    description: Interpreter of the engine's virtual environment (the client ships with the engine).
+    description:
+      - Interpreter of the engine's virtual environment (the client ships with the engine). Required unless
+        O(release_client).
     type: path
-    required: true
   engine_version:
     description:
       - Installed engine release (as C(fleetopt_plan) reports it), so the client is called the way that
@@ -96,9 +97,8 @@ options:
     type: int
     default: 0
   result_dir:
-    description: Directory for the client's raw result files and output.
+    description: Directory for the client's raw result files and output. Required unless O(release_client).
     type: path
-    required: true
   name:
     description: Prefix of the raw result files (usually the cell's name). Required unless O(release_client).
     type: str
@@ -124,27 +124,29 @@ options:
     default: 0
   keep_client:
     description:
-      - Keep the engine's client process alive after this call's runs, for the next call of the same
-        O(result_dir) and O(client) (the action plugin's runs of one cell, or every cell of a host's
-        campaign). Its imports, 10-30 s on a small host, are then paid once, not per run.
+      - Keep the engine's client process alive after this call's runs, for the next call with the same
+        client folder (the action plugin's runs of one cell, or every cell of a host's campaign with
+        O(client_dir)). Its imports, 10-30 s on a small host, are then paid once, not per run.
       - A kept client exits on its own after O(client_idle_s) without a run.
     type: bool
     default: false
-  client:
+  client_dir:
     description:
-      - Name of the kept client (its folder is C(.client-<client>) under O(result_dir)); calls that give
-        the same name share one client process, across cells. Defaults to O(name), and the action plugin
-        then releases the client when the cell's benchmark ends; with a name of its own the client is
-        left for the next cell, and whoever started it releases it (O(release_client)) or its idle
-        time ends it.
+      - Folder of the kept client. Calls that give the same folder share one client process, across
+        cells; the action plugin then leaves it alive when a cell's benchmark ends, for whoever started
+        it to release (O(release_client)) or for its idle time to end.
+      - Without it, the folder is C(.client-<name>) under O(result_dir), and the action plugin releases
+        the client when the cell's benchmark ends.
       - The client is started again when its interpreter or its environment differs from this call's.
-    type: str
+    type: path
   client_idle_s:
     description: Seconds a kept client waits for its next run before it exits on its own.
     type: float
     default: 120
   release_client:
-    description: Only tell the kept client of O(result_dir) and O(client) to exit; nothing is measured.
+    description:
+      - Only stop the kept client of O(client_dir) (or of O(result_dir) and O(name)); nothing is measured.
+        It is asked to exit, and stopped outright if it has not within 5 s.
     type: bool
     default: false
   max_trials:
@@ -251,13 +253,13 @@ CLIENT_BOUND_SHARE = 0.9
 OUTPUT_TAIL_CHARS = 1500
 
 
-MEASURE_ARGS = ["base_url", "served_model_name", "tokenizer", "concurrency", "name"]
+MEASURE_ARGS = ["python", "base_url", "served_model_name", "tokenizer", "concurrency", "result_dir", "name"]
 
 
 def module_args():
     return dict(
         engine=dict(type="str", choices=["sglang", "vllm"], required=True),
-        python=dict(type="path", required=True),
+        python=dict(type="path"),
         engine_version=dict(type="str"),
         base_url=dict(type="str"),
         served_model_name=dict(type="str"),
@@ -271,7 +273,7 @@ def module_args():
         input_len=dict(type="int", default=64),
         output_len=dict(type="int", default=64),
         seed=dict(type="int", default=0),
-        result_dir=dict(type="path", required=True),
+        result_dir=dict(type="path"),
         name=dict(type="str"),
         server_pid=dict(type="int"),
         level_timeout=dict(type="float", default=600.0),
@@ -280,7 +282,7 @@ def module_args():
         lease_s=dict(type="float", default=0.0),
         warmup_every_trial=dict(type="bool", default=False),
         keep_client=dict(type="bool", default=False),
-        client=dict(type="str"),
+        client_dir=dict(type="path"),
         client_idle_s=dict(type="float", default=120.0),
         release_client=dict(type="bool", default=False),
         max_trials=dict(type="int", default=0),
@@ -314,7 +316,7 @@ class KeptClient:
 
     def __init__(self, p, env_facts):
         self.p = p
-        self.folder = os.path.join(p["result_dir"], ".client-%s" % (p["client"] or p["name"]))
+        self.folder = p["client_dir"] or os.path.join(p["result_dir"], ".client-%s" % p["name"])
         self.identity_path = os.path.join(self.folder, "identity.json")
         # What the client's environment was made of, without the secret itself.
         self.env_facts = env_facts
@@ -382,7 +384,7 @@ class KeptClient:
             pass
 
     def release(self):
-        """Let the client exit after its run (it also exits on its own when left idle)."""
+        """Let the client exit after its run, or stop it (it also exits on its own when left idle)."""
         if self.pid is not None and os.path.isdir(self.folder):
             with open(os.path.join(self.folder, "stop"), "w"):
                 pass
@@ -390,6 +392,8 @@ class KeptClient:
             while self.running() and time.time() < deadline:
                 self.reap()
                 time.sleep(0.05)
+            if self.running():
+                self.kill()
 
 
 class ClientGuard:
@@ -511,14 +515,14 @@ def planned_runs(p):
 
 def main():
     module = AnsibleModule(argument_spec=module_args(), supports_check_mode=True,
-                           required_if=[("release_client", False, MEASURE_ARGS)],
-                           required_one_of=[("name", "client")])
+                           required_if=[("release_client", False, MEASURE_ARGS)])
     p = module.params
+    if p["release_client"] and not (p["client_dir"] or (p["result_dir"] and p["name"])):
+        module.fail_json(msg="release_client needs client_dir, or result_dir and name")
     adapter = get_adapter(p["engine"], p["engine_version"])
     if module.check_mode:
-        module.exit_json(changed=False, levels=[], server_died=False, timed_out=False, client=[], msg="would benchmark")
-    if not os.path.isdir(p["result_dir"]):
-        os.makedirs(p["result_dir"])
+        module.exit_json(changed=False, levels=[], server_died=False, timed_out=False, client=[],
+                         msg="would stop the kept benchmark client" if p["release_client"] else "would benchmark")
     env = dict(os.environ)
     env.update(adapter.bench_env())
     if p["api_key"]:
@@ -530,6 +534,8 @@ def main():
         if alive:
             client.release()
         module.exit_json(changed=alive, levels=[], server_died=False, timed_out=False, client=[])
+    if not os.path.isdir(p["result_dir"]):
+        os.makedirs(p["result_dir"])
     guard = ClientGuard()
     guard.client = KeptClient(p, env_facts)
     renew(p)

@@ -41,6 +41,42 @@ def cost(campaign_dir):
     return rows, wall, measured
 
 
+def breakdown(campaign_dir):
+    """Where the client's time went that it did not measure, summed over the campaign's runs.
+
+    - module calls: the cell's client wall time beyond its client's runs (Ansible shipping and
+      starting the module once per run, watching the server, releasing the client);
+    - warm-ups: the requests sent before a level's measured ones, estimated as the measured
+      duration times warm-ups per measured prompt (same prompts, same concurrency);
+    - client start: a run that started the client, beyond its warm-ups, set-up and measurement
+      (the set-up estimated as the median of the campaign's other runs);
+    - per-run set-up: the rest of each run (dataset, tokenizer, result file).
+    """
+    runs, module = [], 0.0
+    for path in pathlib.Path(campaign_dir, "cells").glob("*/*.json"):
+        cell = json.loads(path.read_text())
+        if (cell.get("benchmark") or {}).get("client_wall_s") is None:
+            continue
+        module += cell["benchmark"]["client_wall_s"]
+        for level in cell.get("levels") or []:
+            module -= level.get("client_run_s") or 0.0
+            metrics = level.get("metrics") or {}
+            if level.get("status") == "ok" and level.get("client_run_s") is not None and metrics.get("duration_s"):
+                measured = metrics["duration_s"]
+                warmup = measured * (level.get("warmups") or 0) / max(level.get("num_prompts") or 1, 1)
+                runs.append({"warmup": warmup, "rest": level["client_run_s"] - measured - warmup,
+                             "started": level.get("client_started")})
+    if not runs:
+        return None
+    setups = sorted(r["rest"] for r in runs if not r["started"]) or [0.0]
+    setup = setups[len(setups) // 2]
+    parts = {"module calls": module, "warm-ups": sum(r["warmup"] for r in runs),
+             "client start": sum(r["rest"] - setup for r in runs if r["started"]),
+             "per-run set-up": sum(r["rest"] for r in runs if not r["started"]) + setup * sum(1 for r in runs if r["started"])}
+    parts["client starts (count)"] = sum(1 for r in runs if r["started"])
+    return parts
+
+
 def run_campaign(args, workdir):
     command = [str(pathlib.Path(sys.executable).parent / "fleetopt"), "run", "--campaign-id", "cost",
                "--results", str(workdir / "results"), "--artifacts", str(workdir / "artifacts"),
@@ -76,6 +112,13 @@ def main():
     overhead = (wall - measured) / wall if wall else 0.0
     print("\nclient wall %.1f s, measured %.1f s: client overhead %.0f %% (reference, one client per trial: %.0f %%; "
           "goal <= 10 %%)" % (wall, measured, overhead * 100, REFERENCE_OVERHEAD * 100))
+    parts = breakdown(campaign)
+    if parts:
+        print("not measured, by cause: " + ", ".join(
+            "%s %.1f s (%.0f %% of client wall)" % (k, v, v / wall * 100) if "count" not in k else "%s %d" % (k, v)
+            for k, v in parts.items()))
+        print("client overhead without the warm-ups the design sends on purpose: %.0f %%"
+              % ((wall - measured - parts["warm-ups"]) / wall * 100))
     if elapsed is not None:
         print("campaign wall time: %.0f s (%s)" % (elapsed, campaign))
 

@@ -13,6 +13,10 @@ Sets up podman and the fleet first (tests/molecule/prepare_podman.sh, playbooks/
 and leaves the fleet running. Takes 10 to 20 minutes on a 2-core machine.
 
     .venv/bin/python tests/benchmarks/container_fleet.py [--tier 1] [--trials 1] [--concurrency 1,4]
+    .venv/bin/python tests/benchmarks/container_fleet.py --overhead-only --only async_scheduling,float32_compute
+
+--overhead-only runs the one-container and the local campaign only (the overhead figure);
+--only measures the given variants instead of the tier.
 """
 import argparse
 import collections
@@ -37,9 +41,10 @@ def campaign(name, inventory, args, workdir, limit=None, extravars=None):
     os.environ["PATH"] = "%s:%s" % (pathlib.Path(sys.executable).parent, os.environ.get("PATH", ""))
     # One launch per variant and no A/A run in all three campaigns, so they run the same cells
     # (the local inventory's own design would launch every variant twice).
-    variables = {"tier": args.tier, "campaign_id": name, "campaign_results_dir": str(workdir / "results"),
+    variables = {"campaign_id": name, "campaign_results_dir": str(workdir / "results"),
                  "campaign_bench_concurrency": args.concurrency, "campaign_bench_trials": args.trials,
                  "campaign_aa": False, "campaign_launches": 1, "campaign_bench_max_trials": 0}
+    variables.update({"only": args.only} if args.only else {"tier": args.tier})
     variables.update(extravars or {})
     (workdir / name).mkdir()
     started = time.time()
@@ -92,6 +97,8 @@ def main():
     parser.add_argument("--tier", type=int, default=1)
     parser.add_argument("--trials", type=int, default=1)
     parser.add_argument("--concurrency", default="1,4")
+    parser.add_argument("--only", help="comma-separated variant ids instead of the tier")
+    parser.add_argument("--overhead-only", action="store_true", help="skip the two-container campaign")
     args = parser.parse_args()
     args.concurrency = [int(c) for c in args.concurrency.split(",")]
     container_fleet.prepare_podman()
@@ -101,18 +108,21 @@ def main():
 
     one, one_wall, _ = campaign("one-container", container_fleet.INVENTORY, args, workdir,
                                 limit="%s,localhost" % one_host)
-    _, two_wall, two_summary = campaign("two-containers", container_fleet.INVENTORY, args, workdir)
+    if not args.overhead_only:
+        _, two_wall, two_summary = campaign("two-containers", container_fleet.INVENTORY, args, workdir)
     local, local_wall, _ = campaign("local", ROOT / "inventory" / "local", args, workdir,
                                     extravars={"campaign_port": LOCAL_PORT, "campaign_state_dir": str(workdir / "state")})
 
-    per_host = collections.defaultdict(list)
-    for variant in two_summary["variants"]:
-        per_host[variant["host"]].append(variant["variant"])
-    print("tier %d, concurrency %s, %d trial(s); results under %s" % (args.tier, args.concurrency, args.trials, workdir))
+    print("%s, concurrency %s, %d trial(s); results under %s" % (
+        args.only or "tier %d" % args.tier, args.concurrency, args.trials, workdir))
     print("one container  (%s): wall %6.1f s" % (one_host, one_wall))
-    print("two containers        : wall %6.1f s  (%s)" % (two_wall, "; ".join(
-        "%s: %s" % (host, ", ".join(variants)) for host, variants in sorted(per_host.items()))))
-    print("two containers / one container: %.2f of the wall time (goal <= 0.6)" % (two_wall / one_wall))
+    if not args.overhead_only:
+        per_host = collections.defaultdict(list)
+        for variant in two_summary["variants"]:
+            per_host[variant["host"]].append(variant["variant"])
+        print("two containers        : wall %6.1f s  (%s)" % (two_wall, "; ".join(
+            "%s: %s" % (host, ", ".join(variants)) for host, variants in sorted(per_host.items()))))
+        print("two containers / one container: %.2f of the wall time (goal <= 0.6)" % (two_wall / one_wall))
 
     over_podman = overheads(one, workdir / "results" / "one-container" / "cells" / one_host)
     over_local = overheads(local, workdir / "results" / "local" / "cells" / "localhost")

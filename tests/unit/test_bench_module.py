@@ -85,7 +85,7 @@ def test_a_run_that_times_out_ends_the_benchmark(scripted_python, tmp_path):
 
 
 def client_pids(tmp_path):
-    """Live processes of the scripted client (its scenario names this test's result dir)."""
+    """Live processes of the scripted client (its folder is under this test's tmp_path)."""
     found = []
     for name in os.listdir("/proc"):
         try:
@@ -93,15 +93,15 @@ def client_pids(tmp_path):
             state = open("/proc/%s/stat" % name).read().rsplit(")", 1)[1].split()[0]
         except OSError:
             continue
-        if "fleetopt_bench_client.py" in argv and str(tmp_path / "bench") in argv and state not in ("Z", "X"):
+        if "fleetopt_bench_client.py" in argv and str(tmp_path) in argv and state not in ("Z", "X"):
             found.append(int(name))
     return found
 
 
-def start_bench_process(python, tmp_path, parent_shell=False):
+def start_bench_process(python, tmp_path, parent_shell=False, **extra):
     args = dict(engine="vllm", python=python, base_url="http://127.0.0.1:9", served_model_name="m",
                 tokenizer=str(tmp_path), concurrency=[1], result_dir=str(tmp_path / "bench"), name="v",
-                lease_path=str(tmp_path / "lease"), lease_s=60)
+                lease_path=str(tmp_path / "lease"), lease_s=60, **extra)
     payload = json.dumps({"ANSIBLE_MODULE_ARGS": args})
     argv = module_command("fleetopt_bench")
     if parent_shell:
@@ -157,6 +157,10 @@ def client_identity(tmp_path, name="v"):
     return json.loads((tmp_path / "bench" / (".client-" + name) / "identity.json").read_text())["process"]["pid"]
 
 
+def shared_identity(tmp_path):
+    return json.loads((tmp_path / "client" / "identity.json").read_text())["process"]["pid"]
+
+
 def test_one_client_process_serves_every_run_of_a_cell(scripted_python, tmp_path):
     python = scripted_python({"lines": [], "client_result": RESULT, "exit_code": 0})
     first = bench(python, tmp_path, runs=[[1, 1]], keep_client=True)
@@ -172,37 +176,52 @@ def test_one_client_process_serves_every_run_of_a_cell(scripted_python, tmp_path
 
 def test_cells_that_name_one_client_share_its_process_until_it_is_released(scripted_python, tmp_path):
     python = scripted_python({"lines": [], "client_result": RESULT, "exit_code": 0})
-    first = bench(python, tmp_path, runs=[[1, 1]], keep_client=True, name="baseline", client="campaign")
-    pid = client_identity(tmp_path, "campaign")
-    second = bench(python, tmp_path, runs=[[1, 1]], keep_client=True, name="torch_compile", client="campaign")
-    assert client_identity(tmp_path, "campaign") == pid, "the next cell started a client of its own"
+    first = bench(python, tmp_path, runs=[[1, 1]], keep_client=True, name="baseline", client_dir=str(tmp_path / "client"))
+    pid = shared_identity(tmp_path)
+    second = bench(python, tmp_path, runs=[[1, 1]], keep_client=True, name="torch_compile", client_dir=str(tmp_path / "client"))
+    assert shared_identity(tmp_path) == pid, "the next cell started a client of its own"
     assert [first["levels"][0]["client_started"], second["levels"][0]["client_started"]] == [True, False]
     assert (tmp_path / "bench" / "torch_compile-c1-t1.json").exists(), "the next cell's result went elsewhere"
     # Only what the release needs: no server, no cell.
     released = run_module("fleetopt_bench", dict(engine="vllm", python=python, result_dir=str(tmp_path / "bench"),
-                                                 client="campaign", release_client=True))
+                                                 client_dir=str(tmp_path / "client"), release_client=True))
     assert released["changed"] is True and pid_gone(pid), "the released client is still running"
     again = run_module("fleetopt_bench", dict(engine="vllm", python=python, result_dir=str(tmp_path / "bench"),
-                                              client="campaign", release_client=True))
+                                              client_dir=str(tmp_path / "client"), release_client=True))
     assert again["changed"] is False
+
+
+def test_a_release_stops_a_client_still_busy_with_a_run(scripted_python, tmp_path):
+    # A benchmark module killed outright (SIGKILL reaches no handler) leaves its client mid-run.
+    python = scripted_python({"lines": [[60, "never"]], "exit_code": 0})
+    module = start_bench_process(python, tmp_path, client_dir=str(tmp_path / "client"))
+    os.killpg(module.pid, signal.SIGKILL)
+    module.wait()
+    pid = shared_identity(tmp_path)
+    assert not pid_gone(pid)
+    started = time.time()
+    # All a release needs, as stop_servers.yml has it: no interpreter, no server, no cell.
+    released = run_module("fleetopt_bench", dict(engine="vllm", client_dir=str(tmp_path / "client"), release_client=True))
+    assert released["changed"] is True and pid_gone(pid), "a busy client outlived its release"
+    assert time.time() - started < 10 and wait_gone(tmp_path)
 
 
 def test_a_client_started_with_another_environment_is_replaced_not_shared(scripted_python, tmp_path):
     python = scripted_python({"lines": [], "client_result": RESULT, "exit_code": 0})
-    bench(python, tmp_path, runs=[[1, 1]], keep_client=True, name="a", client="campaign")
-    pid = client_identity(tmp_path, "campaign")
-    keyed = bench(python, tmp_path, runs=[[1, 1]], keep_client=True, name="b", client="campaign", api_key="sk-test")
+    bench(python, tmp_path, runs=[[1, 1]], keep_client=True, name="a", client_dir=str(tmp_path / "client"))
+    pid = shared_identity(tmp_path)
+    keyed = bench(python, tmp_path, runs=[[1, 1]], keep_client=True, name="b", client_dir=str(tmp_path / "client"), api_key="sk-test")
     assert keyed["levels"][0]["client_started"] is True and keyed["levels"][0]["status"] == "ok"
     assert pid_gone(pid), "the client without the key still answers this folder's requests"
-    identity = (tmp_path / "bench" / ".client-campaign" / "identity.json").read_text()
+    identity = (tmp_path / "client" / "identity.json").read_text()
     assert "sk-test" not in identity
-    bench(python, tmp_path, runs=[[1, 1]], name="c", client="campaign", api_key="sk-test")
+    bench(python, tmp_path, runs=[[1, 1]], name="c", client_dir=str(tmp_path / "client"), api_key="sk-test")
 
 
 def test_a_kept_client_left_alone_exits_after_its_idle_time(scripted_python, tmp_path):
     python = scripted_python({"lines": [], "client_result": RESULT, "exit_code": 0})
-    bench(python, tmp_path, runs=[[1, 1]], keep_client=True, client="campaign", client_idle_s=1)
-    pid = client_identity(tmp_path, "campaign")
+    bench(python, tmp_path, runs=[[1, 1]], keep_client=True, client_dir=str(tmp_path / "client"), client_idle_s=1)
+    pid = shared_identity(tmp_path)
     assert not pid_gone(pid), "the kept client did not wait for a next run"
     deadline = time.time() + 10
     while not pid_gone(pid) and time.time() < deadline:
@@ -211,11 +230,11 @@ def test_a_kept_client_left_alone_exits_after_its_idle_time(scripted_python, tmp
 
 
 @pytest.mark.parametrize("args, message", [
-    (dict(release_client=True), "one of the following is required: name, client"),
+    (dict(release_client=True, result_dir="/tmp"), "release_client needs client_dir, or result_dir and name"),
     (dict(name="v"), "release_client is False but all of the following are missing: base_url"),
 ])
-def test_a_call_missing_what_it_needs_is_refused(tmp_path, args, message):
-    result = run_module("fleetopt_bench", dict(engine="vllm", python=sys.executable, result_dir=str(tmp_path), **args))
+def test_a_call_missing_what_it_needs_is_refused(args, message):
+    result = run_module("fleetopt_bench", dict(engine="vllm", python=sys.executable, **args))
     assert result.get("failed") and message in result["msg"], result
 
 
