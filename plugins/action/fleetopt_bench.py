@@ -50,7 +50,8 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
         args = dict(self._task.args)
-        if self._play_context.check_mode or args.get("runs"):
+        # A call for given runs, or one that only releases the kept client, goes to the module as it is.
+        if self._play_context.check_mode or args.get("runs") or args.get("release_client"):
             result.update(self._execute_module(module_name="fleetopt_bench", module_args=args, task_vars=task_vars))
             return result
         self._host = task_vars.get("inventory_hostname", "?") if task_vars else "?"
