@@ -37,6 +37,12 @@ def live_processes(argv_matches):
     return found
 
 
+def bench_clients_under(folder):
+    """Live kept benchmark clients (fleetopt_bench_client.py) whose program lies under `folder`."""
+    return live_processes(lambda argv: any(a.endswith("fleetopt_bench_client.py") and a.startswith(str(folder))
+                                           for a in argv))
+
+
 def processes_listening_as(port):
     """PIDs of live processes whose command line names `--port <port>` (a server we started)."""
     return live_processes(lambda argv: any(a == "--port" and i + 1 < len(argv) and argv[i + 1] == str(port)

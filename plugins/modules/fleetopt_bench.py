@@ -523,11 +523,11 @@ def main():
     if module.check_mode:
         module.exit_json(changed=False, levels=[], server_died=False, timed_out=False, client=[],
                          msg="would stop the kept benchmark client" if p["release_client"] else "would benchmark")
-    env = dict(os.environ)
-    env.update(adapter.bench_env())
+    bench_env = adapter.bench_env()
+    env = dict(os.environ, **bench_env)
     if p["api_key"]:
         env["OPENAI_API_KEY"] = p["api_key"]
-    env_facts = {"bench_env": adapter.bench_env(), "api_key": bool(p["api_key"])}
+    env_facts = {"bench_env": bench_env, "api_key": bool(p["api_key"])}
     if p["release_client"]:
         client = KeptClient(p, env_facts)
         alive = client.alive(for_runs=False)

@@ -12,7 +12,7 @@ import sys
 import time
 
 from e2e.conftest import SINGLE_LAUNCH
-from helpers import ROOT, free_port, live_processes, processes_listening_as
+from helpers import ROOT, bench_clients_under, free_port, processes_listening_as
 
 LEASE_S = 6
 
@@ -32,8 +32,7 @@ def playbook(tmp_path, port, campaign_id, **bench):
 
 def clients(tmp_path):
     """Live benchmark clients of this test's campaign (one per host, under its state folder)."""
-    return live_processes(lambda argv: any(a.endswith("fleetopt_bench_client.py") and a.startswith(str(tmp_path))
-                                           for a in argv))
+    return bench_clients_under(tmp_path)
 
 
 def wait_for(predicate, timeout, what):

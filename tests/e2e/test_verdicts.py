@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from e2e.conftest import isolated, run_fleetopt
-from helpers import ROOT, free_port, live_processes
+from helpers import ROOT, bench_clients_under, free_port
 
 PLANTED = yaml.safe_load((ROOT / "tests" / "fixtures" / "planted_effects.yml").read_text())
 DESIGN = {"campaign_launches": 2, "campaign_bench_max_trials": 3, "campaign_bench_target_halfwidth_pct": 3.0}
@@ -95,5 +95,4 @@ def test_one_benchmark_client_serves_every_cell_of_the_host_and_is_gone_at_the_e
                for path in cells.glob("*.json")}
     assert len(started) == 6 and sum(map(sum, started.values())) == 1, started
     assert started["baseline"][0] is True, "the first cell's first run starts the client"
-    assert not live_processes(lambda argv: any(a.endswith("fleetopt_bench_client.py") and a.startswith(str(base))
-                                               for a in argv)), "the client outlived the campaign"
+    assert not bench_clients_under(base), "the client outlived the campaign"

@@ -153,12 +153,17 @@ def test_the_client_is_called_the_way_the_installed_release_expects(scripted_pyt
     assert new["client"][1:3] == ["-m", "sglang.benchmark.serving"]
 
 
+def client_pid(folder):
+    """The PID the kept client of `folder` recorded in its identity."""
+    return json.loads((folder / "identity.json").read_text())["process"]["pid"]
+
+
 def client_identity(tmp_path, name="v"):
-    return json.loads((tmp_path / "bench" / (".client-" + name) / "identity.json").read_text())["process"]["pid"]
+    return client_pid(tmp_path / "bench" / (".client-" + name))
 
 
 def shared_identity(tmp_path):
-    return json.loads((tmp_path / "client" / "identity.json").read_text())["process"]["pid"]
+    return client_pid(tmp_path / "client")
 
 
 def test_one_client_process_serves_every_run_of_a_cell(scripted_python, tmp_path):
@@ -174,7 +179,7 @@ def test_one_client_process_serves_every_run_of_a_cell(scripted_python, tmp_path
     assert pid_gone(pid), "the client outlived the cell's last run"
 
 
-def test_cells_that_name_one_client_share_its_process_until_it_is_released(scripted_python, tmp_path):
+def test_cells_that_give_one_client_folder_share_its_process_until_it_is_released(scripted_python, tmp_path):
     python = scripted_python({"lines": [], "client_result": RESULT, "exit_code": 0})
     first = bench(python, tmp_path, runs=[[1, 1]], keep_client=True, name="baseline", client_dir=str(tmp_path / "client"))
     pid = shared_identity(tmp_path)
@@ -223,10 +228,7 @@ def test_a_kept_client_left_alone_exits_after_its_idle_time(scripted_python, tmp
     bench(python, tmp_path, runs=[[1, 1]], keep_client=True, client_dir=str(tmp_path / "client"), client_idle_s=1)
     pid = shared_identity(tmp_path)
     assert not pid_gone(pid), "the kept client did not wait for a next run"
-    deadline = time.time() + 10
-    while not pid_gone(pid) and time.time() < deadline:
-        time.sleep(0.1)
-    assert pid_gone(pid), "an idle client outlived its idle time by far"
+    assert wait_gone(tmp_path, timeout=10) and pid_gone(pid), "an idle client outlived its idle time by far"
 
 
 @pytest.mark.parametrize("args, message", [
