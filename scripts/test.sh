@@ -25,21 +25,46 @@ ansible-playbook playbooks/setup_local.yml || exit 1
 phase "ansible-lint"
 ansible-lint || status=1
 
-phase "ansible-test sanity and units (the collection, from its tarball)"
-scripts/ansible_test.sh || status=1
-
 phase "Chromium for the browser tests"
 tests/browser/ensure_chromium.sh || exit 1
 
-phase "pytest"
-# The slowest tests are listed at the end, so a CI log shows where its time went.
-python -m pytest --durations=25 "$@" || status=1
+# ansible-test and molecule share nothing with pytest and mostly wait on one core, on pip or on
+# podman: they run beside the unit, integration and browser tests. The end-to-end tests, which
+# start and time the real engine, run after them with the machine to themselves.
+beside=()
+run_beside() {  # name, log, command...
+  local name=$1 log=$2
+  shift 2
+  "$@" > "$log" 2>&1 &
+  beside+=("$!:$name:$log")
+}
+run_beside "ansible-test sanity and units (the collection, from its tarball)" artifacts/ansible-test.log scripts/ansible_test.sh
+if [ -x tests/molecule/run_all.sh ] && [ "${FLEETOPT_SKIP_MOLECULE:-0}" != 1 ]; then
+  run_beside "molecule" artifacts/molecule.log tests/molecule/run_all.sh
+fi
+
+if [ $# -eq 0 ]; then
+  phase "pytest: unit, integration and browser tests (ansible-test and molecule beside them)"
+  python -m pytest --durations=10 -m "not e2e" || status=1
+fi
+for job in "${beside[@]}"; do
+  IFS=: read -r pid name log <<< "$job"
+  wait "$pid"
+  code=$?
+  phase "$name: exit $code (ran beside; its output follows)"
+  cat "$log"
+  [ "$code" -eq 0 ] || status=1
+done
+
+if [ $# -eq 0 ]; then
+  phase "pytest: end-to-end tests on the real local engine"
+  # The slowest tests are listed at the end, so a CI log shows where its time went.
+  python -m pytest --durations=25 -m e2e || status=1
+else
+  phase "pytest $*"
+  python -m pytest --durations=25 "$@" || status=1
+fi
 # A build no test waited for (a run of some tests only) is not left behind; the next run redoes it.
 kill -- -"$sglang_client_build" 2>/dev/null
-
-if [ -x tests/molecule/run_all.sh ] && [ "${FLEETOPT_SKIP_MOLECULE:-0}" != 1 ]; then
-  phase "molecule"
-  tests/molecule/run_all.sh || status=1
-fi
 phase "done, status $status"
 exit $status

@@ -70,14 +70,21 @@ def run_fleetopt(*args, env=None, timeout=1800):
 # without sequential trials: the design's extra start-ups and runs would only cost CI time.
 SINGLE_LAUNCH = {"aa": False, "campaign_launches": 1, "campaign_bench_max_trials": 0,
                  "campaign_bench_target_halfwidth_pct": 0}
+# A test that is not about the measurement sends few prompts per level: enough for every metric the
+# client reports, not the embedded default's 32 or more per level at every level of every cell.
+FEW_PROMPTS = {"campaign_bench_min_prompts": 8, "campaign_bench_prompts_per_concurrency": 4}
 # Test campaigns keep their state apart, but share one compile cache (as a host's campaigns do), so
 # torch.compile's kernels are compiled once per machine, not once per test run.
 E2E_COMPILE_CACHE = HOME / ".cache" / "fleetopt-e2e" / "vllm"
 
 
 def isolated(base, port, campaign_id, trials=1, concurrency=(1,), design=None):
-    """Arguments that keep a test campaign's results, artifacts and state in its own folder."""
-    settings = dict(design or SINGLE_LAUNCH, campaign_bench_concurrency=list(concurrency), campaign_bench_trials=trials,
+    """Arguments that keep a test campaign's results, artifacts and state in its own folder.
+
+    A campaign with a measurement design of its own keeps the embedded default's benchmark sizes;
+    the others send FEW_PROMPTS."""
+    settings = dict(FEW_PROMPTS if design is None else {}, **(design or SINGLE_LAUNCH))
+    settings.update(campaign_bench_concurrency=list(concurrency), campaign_bench_trials=trials,
                     campaign_cache_dir=str(E2E_COMPILE_CACHE))
     return ["--campaign-id", campaign_id, "--results", str(base / "results"), "--artifacts", str(base / "artifacts"),
             "-e", "campaign_state_dir=%s" % (base / "state"), "-e", "campaign_port=%d" % port,

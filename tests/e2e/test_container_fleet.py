@@ -24,13 +24,13 @@ import pytest
 
 from containers import container_fleet as fleet_
 from containers.container_fleet import CORES, HOSTS, INVENTORY, PORT, STATE_DIR, host_dir
-from e2e.conftest import fleetopt_command
+from e2e.conftest import FEW_PROMPTS, fleetopt_command
 from helpers import ROOT
 
 ONLY = "float32_compute"  # the cheapest variants: no compilation
 SPREAD = ("async_scheduling", "float32_compute")  # catalog order: host 1 takes the first, host 2 the second
 MORE = ("async_scheduling", "omp_threads_unbound", "float32_compute")  # host 1: async, float32; host 2: omp
-SHORT = {"campaign_bench_concurrency": [1], "campaign_bench_trials": 1, "campaign_launches": 1, "campaign_aa": False}
+SHORT = dict(FEW_PROMPTS, campaign_bench_concurrency=[1], campaign_bench_trials=1, campaign_launches=1, campaign_aa=False)
 STATE_FILE = "%s/run/vllm-%d.json" % (STATE_DIR, PORT)
 STATUS_FILE = "%s/run/vllm-%d.status" % (STATE_DIR, PORT)
 # A host lost, or never there: the reason its cells give.

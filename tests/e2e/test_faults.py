@@ -46,10 +46,11 @@ def killed(tmp_path_factory, local_engine):
     killer = threading.Thread(target=kill_during_the_variant_benchmark, daemon=True)
     killer.start()
     rc, output = run_fleetopt("run", "--only", "float32_compute",
-                              *isolated(base, port, "e2e-killed", concurrency=(1, 2, 4)),
+                              # The level after the killed one is skipped, with the reason.
+                              *isolated(base, port, "e2e-killed", concurrency=(1, 2)),
                               # A run of ~10 s at concurrency 1 (8 prompts of 128 tokens after as many warm-ups):
                               # long enough to be killed in, short enough not to make the baseline's benchmark long.
-                              "-e", "campaign_bench_prompts_per_concurrency=8", "-e", "campaign_bench_output_len=128",
+                              "-e", "campaign_bench_output_len=128",
                               env={"FLEETOPT_API_KEY": SECRET})
     killer.join(timeout=5)
     return {"rc": rc, "output": output, "base": base, "stale_pid": stale["server"]["pid"]}
@@ -61,6 +62,8 @@ def test_server_killed_during_the_benchmark_is_a_crashed_cell_and_the_campaign_g
     assert cell["status"] == "crashed"
     assert cell["failure"]["failure_class"] == "process_exited"
     assert cell["levels"][0]["reason"] == "the server exited during the benchmark"
+    assert [(lv["concurrency"], lv["status"], lv["reason"]) for lv in cell["levels"][1:]] == [
+        (2, "skipped", "the server had exited")], cell["levels"]
     assert read_cell(killed["base"], "e2e-killed", "baseline")["status"] == "ok"
 
 
