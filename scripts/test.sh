@@ -19,18 +19,10 @@ mkdir -p artifacts
 setsid python tests/fixtures/sglang/client/provision.py 0.5.9 0.5.23 > artifacts/sglang-client-provision.log 2>&1 &
 sglang_client_build=$!
 
-phase "provisioning the local engine the end-to-end tests use"
-ansible-playbook playbooks/setup_local.yml || exit 1
-
-phase "ansible-lint"
-ansible-lint || status=1
-
-phase "Chromium for the browser tests"
-tests/browser/ensure_chromium.sh || exit 1
-
-# ansible-test and molecule share nothing with pytest and mostly wait on one core, on pip or on
-# podman: they run beside the unit, integration and browser tests. The end-to-end tests, which
-# start and time the real engine, run after them with the machine to themselves.
+# ansible-test and molecule share nothing with the local engine's set-up, lint or each other, and
+# mostly wait on pip, apt or podman: they run beside those steps. pytest starts once they have
+# ended: its tests time crash detection, leases and idle exits, which a loaded machine slows, and
+# ansible-test's own pytest would rotate away the basetemp folders of a pytest beside it.
 beside=()
 run_beside() {  # name, log, command...
   local name=$1 log=$2
@@ -43,10 +35,15 @@ if [ -x tests/molecule/run_all.sh ] && [ "${FLEETOPT_SKIP_MOLECULE:-0}" != 1 ]; 
   run_beside "molecule" artifacts/molecule.log tests/molecule/run_all.sh
 fi
 
-if [ $# -eq 0 ]; then
-  phase "pytest: unit, integration and browser tests (ansible-test and molecule beside them)"
-  python -m pytest --durations=10 -m "not e2e" || status=1
-fi
+phase "provisioning the local engine the end-to-end tests use (ansible-test and molecule beside it)"
+ansible-playbook playbooks/setup_local.yml || status=1
+
+phase "ansible-lint"
+ansible-lint || status=1
+
+phase "Chromium for the browser tests"
+tests/browser/ensure_chromium.sh || status=1
+
 for job in "${beside[@]}"; do
   IFS=: read -r pid name log <<< "$job"
   wait "$pid"
@@ -56,14 +53,13 @@ for job in "${beside[@]}"; do
   [ "$code" -eq 0 ] || status=1
 done
 
-if [ $# -eq 0 ]; then
-  phase "pytest: end-to-end tests on the real local engine"
-  # The slowest tests are listed at the end, so a CI log shows where its time went.
-  python -m pytest --durations=25 -m e2e || status=1
-else
-  phase "pytest $*"
-  python -m pytest --durations=25 "$@" || status=1
-fi
+phase "pytest"
+# The slowest tests are listed at the end, so a CI log shows where its time went. Its temporary
+# folders are this checkout's own: pytest keeps a user's three latest runs and deletes older ones,
+# also those of another run still going.
+temproot="${TMPDIR:-/tmp}/fleetopt-pytest-$(printf %s "$PWD" | md5sum | cut -c1-8)"
+mkdir -p "$temproot"
+PYTEST_DEBUG_TEMPROOT="$temproot" python -m pytest --durations=25 "$@" || status=1
 # A build no test waited for (a run of some tests only) is not left behind; the next run redoes it.
 kill -- -"$sglang_client_build" 2>/dev/null
 phase "done, status $status"
