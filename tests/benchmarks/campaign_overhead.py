@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Measure what fleetopt itself costs around the engine, on the real local engine.
 
-Runs a small campaign (baseline plus the variants given, default async_scheduling) through
+Runs a small campaign (baseline plus the variants given, default float32_compute) through
 ansible-runner and prints, per variant:
 - orchestration overhead: the variant's wall time (sum of its tasks' durations) minus engine
   start-up (launch to ready), benchmark client time and the stop (SIGTERM to port free);
@@ -63,7 +63,7 @@ def task_durations(result, variants):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", default="async_scheduling")
+    parser.add_argument("--only", default="float32_compute")
     parser.add_argument("--port", type=int, default=8791)
     args = parser.parse_args()
     workdir = pathlib.Path(tempfile.mkdtemp(prefix="fleetopt-overhead-"))

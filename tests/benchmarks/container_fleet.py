@@ -13,7 +13,7 @@ Sets up podman and the fleet first (tests/molecule/prepare_podman.sh, playbooks/
 and leaves the fleet running. Takes 10 to 20 minutes on a 2-core machine.
 
     .venv/bin/python tests/benchmarks/container_fleet.py [--tier 1] [--trials 1] [--concurrency 1,4]
-    .venv/bin/python tests/benchmarks/container_fleet.py --overhead-only --only async_scheduling,float32_compute
+    .venv/bin/python tests/benchmarks/container_fleet.py --overhead-only --only float32_compute,small_prefill_chunks
 
 --overhead-only runs the one-container and the local campaign only (the overhead figure);
 --only measures the given variants instead of the tier.

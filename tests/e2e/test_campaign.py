@@ -40,9 +40,10 @@ def test_summary_holds_baseline_and_three_measured_variants(campaign):
     measured = [v for v, levels in ok.items() if len(levels) >= 2]
     assert "baseline" in measured
     assert len([v for v in measured if v != "baseline"]) >= 3, summary["cells"]
-    not_applicable = [r for r in summary["cells"] if r["status"] == "not_applicable"]
-    assert [r["variant"] for r in not_applicable] == ["tensor_parallel_2"]
-    assert "needs 2 GPU(s)" in not_applicable[0]["reason"]
+    not_applicable = {r["variant"]: r["reason"] for r in summary["cells"] if r["status"] == "not_applicable"}
+    assert sorted(not_applicable) == ["async_scheduling", "tensor_parallel_2"], not_applicable
+    assert "needs 2 GPU(s)" in not_applicable["tensor_parallel_2"]
+    assert "needs platform cuda, host is cpu" in not_applicable["async_scheduling"]
 
 
 def test_report_and_latest_link(campaign):

