@@ -18,6 +18,9 @@ def build_parser():
     report.add_argument("--confidence", type=float, default=0.95, help="confidence level (default: 0.95)")
     report.add_argument("--min-effect", type=float, default=3.0,
                         help="smallest change in percent that counts as improved or regressed (default: 3)")
+    report.add_argument("--slo", action="append", metavar="KEY=MS",
+                        help="judge capacity under this SLO instead of the ones the cells were measured under "
+                             "(p99_ttft_ms, p99_tpot_ms, p99_itl_ms; repeat for several); goodput stays as measured")
     report.add_argument("--fail-on-host-trouble", action="store_true",
                         help="exit 4, after writing the report, when a host was unreachable, unhealthy or failed")
     report.set_defaults(handler="fleetopt.report:main")

@@ -132,7 +132,10 @@ def _launch(baseline_cell, flags, engine, engine_version):
     tail = render_flags(base_flags)
     if not argv or (tail and argv[-len(tail):] != tail):
         return None, "the baseline's recorded command does not end in its flags; build it from the inventory variables"
-    adapter = get_adapter(engine, engine_version)
+    try:
+        adapter = get_adapter(engine, engine_version)
+    except (KeyError, ValueError) as exc:
+        return None, "no adapter for engine %r (%s); build the command from the inventory variables" % (engine, exc)
     prefix = argv[:len(argv) - len(tail)] if tail else list(argv)
     return prefix + render_flags(adapter.normalize_flags(merge_flags(flags))), None
 
