@@ -81,6 +81,9 @@ def _gains(summary, host, variant, metric):
 
 def _headline(levels, metric):
     """The level with the largest improvement: the candidate's measured effect."""
+    if not levels:
+        return {"metric": metric, "concurrency": None, "change_pct": 0.0, "ci_low_pct": None, "ci_high_pct": None,
+                "confidence": None}
     improved = [lv for lv in levels if lv["verdict"] == "improved"] or levels
     best = max(improved, key=lambda lv: lv["change_pct"])
     return dict({"metric": metric}, **{k: best[k] for k in ("concurrency", "change_pct", "ci_low_pct",
