@@ -18,6 +18,9 @@ def build_parser():
     report.add_argument("--confidence", type=float, default=0.95, help="confidence level (default: 0.95)")
     report.add_argument("--min-effect", type=float, default=3.0,
                         help="smallest change in percent that counts as improved or regressed (default: 3)")
+    report.add_argument("--slo", action="append", metavar="KEY=MS",
+                        help="judge capacity under this SLO instead of the ones the cells were measured under "
+                             "(p99_ttft_ms, p99_tpot_ms, p99_itl_ms; repeat for several); goodput stays as measured")
     report.add_argument("--fail-on-host-trouble", action="store_true",
                         help="exit 4, after writing the report, when a host was unreachable, unhealthy or failed")
     report.set_defaults(handler="fleetopt.report:main")
@@ -34,6 +37,9 @@ def build_parser():
                      help="measure the baseline twice (A/A), the host's noise floor; on unless the inventory "
                           "says otherwise (--no-aa turns it off)")
     run.add_argument("--fresh", action="store_true", help="measure every cell again when resuming")
+    run.add_argument("--slo", action="append", metavar="KEY=MS",
+                     help="an SLO, a p99 limit in ms (p99_ttft_ms, p99_tpot_ms, p99_itl_ms; repeat for several): sets "
+                          "campaign_slo, under which capacity is found and the client counts goodput")
     run.add_argument("--extra-vars", "-e", action="append", help="KEY=VALUE or JSON, passed to the playbook")
     run.add_argument("--results", help="results directory (default: results/ in the project)")
     run.add_argument("--artifacts", default=str(ROOT / "artifacts"),

@@ -33,3 +33,36 @@ def fmt_mean_ci(row, metric, digits=1):
 def fmt_confidence(level):
     """'95' or '98.33' (percent) for a confidence level such as 0.95 or 1 - 0.05/3."""
     return ("%.2f" % (level * 100)).rstrip("0").rstrip(".")
+
+
+def fmt_capacity(found):
+    """'c=4', '≥ c=16' (every level held) or 'none' from a fleetopt.capacity result; '' without one."""
+    if not found or not found.get("slo"):
+        return ""
+    if found.get("capacity") is None:
+        return "none"
+    return ("≥ c=%s" if found.get("at_least") else "c=%s") % found["capacity"]
+
+
+def fmt_capacity_range(found):
+    """The capacities of the trials, 'c=1 to c=4' (one value: 'c=4'); '' without trials."""
+    if not found or not found.get("per_trial"):
+        return ""
+    low, high = found.get("low"), found.get("high")
+    high_text = "none" if high is None else ("≥ c=%s" if found.get("high_at_least") else "c=%s") % high
+    low_text = "none" if low is None else "c=%s" % low
+    return high_text if low_text == high_text or (low == high and low is not None) else "%s to %s" % (low_text, high_text)
+
+
+def fmt_goodput(row):
+    """'9.50 (95 %)': goodput in requests/s and its share of the requests/s; '' where none was counted."""
+    good = (row.get("metrics") or {}).get("request_goodput")
+    if good is None:
+        return ""
+    share = row.get("goodput_share")
+    return "%.2f" % good + ("" if share is None else " (%.0f %%)" % (share * 100))
+
+
+def fmt_slo(slo):
+    """'p99_ttft_ms <= 2000 ms, p99_itl_ms <= 50 ms'."""
+    return ", ".join("%s <= %g ms" % (k, v) for k, v in (slo or {}).items())

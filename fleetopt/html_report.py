@@ -11,7 +11,10 @@ import jinja2
 from markupsafe import Markup
 
 from fleetopt import plots
-from fleetopt.formatting import fmt, fmt_change, fmt_mean_ci, fmt_pct
+import yaml
+
+from fleetopt.formatting import (fmt, fmt_capacity, fmt_capacity_range, fmt_change, fmt_goodput, fmt_mean_ci, fmt_pct,
+                                 fmt_slo)
 from fleetopt.files import write_atomically
 from fleetopt.launches import describe_design, launch_details, launch_number, launch_total
 
@@ -129,7 +132,10 @@ def environment():
         loader=jinja2.FileSystemLoader(str(TEMPLATES)),
         autoescape=True, undefined=jinja2.ChainableUndefined, trim_blocks=True, lstrip_blocks=True,
     )
-    env.filters.update(fmt=fmt, fmt_pct=fmt_pct, fmt_change=fmt_change, fmt_mean_ci=fmt_mean_ci, fmt_p=fmt_p)
+    env.filters.update(fmt=fmt, fmt_pct=fmt_pct, fmt_change=fmt_change, fmt_mean_ci=fmt_mean_ci, fmt_p=fmt_p,
+                       fmt_capacity=fmt_capacity, fmt_capacity_range=fmt_capacity_range, fmt_goodput=fmt_goodput,
+                       fmt_slo=fmt_slo, combine_slo=lambda found, slo: dict(found or {}, slo=slo),
+                       to_yaml=lambda value: yaml.safe_dump(value, sort_keys=False, default_flow_style=False))
     return env
 
 

@@ -11,15 +11,19 @@ import os
 import pathlib
 import sys
 
+import yaml
 from tabulate import tabulate
 
 from fleetopt.files import write_atomically
-from fleetopt.formatting import fmt, fmt_change, fmt_mean_ci
+from fleetopt.formatting import (fmt, fmt_capacity, fmt_capacity_range, fmt_change, fmt_goodput, fmt_mean_ci,
+                                 fmt_slo)
 from fleetopt.hosts import fill_missing_cells, troubled_hosts
 from fleetopt.html_report import write_html_report
 from fleetopt.launches import describe_design
 from fleetopt.llmd_export import write_llmd_reports
+from fleetopt.recommend import STATUS_PROPOSED, recommend, write_recommendation
 from fleetopt.summary import build_summary, load_cells
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engine import SLO_KEYS  # fleetopt.recommend set the path
 
 CSV_METRICS = ("output_throughput", "total_throughput", "mean_ttft_ms", "p99_ttft_ms", "mean_itl_ms")
 
@@ -33,10 +37,12 @@ def matrix_table(rows):
             "%s (%s launches)" % (r["trials"], r["launches"]) if (r.get("launches") or 0) > 1 else r["trials"],
             r["verdict"] or r["status"], fmt_mean_ci(r, "output_throughput"), fmt_mean_ci(r, "total_throughput"),
             fmt_mean_ci(r, "mean_ttft_ms", 2), fmt_mean_ci(r, "p99_ttft_ms", 2), fmt_mean_ci(r, "mean_itl_ms", 3),
+            fmt((r.get("metrics") or {}).get("request_throughput"), 2), fmt_goodput(r),
             fmt_change(delta.get("output_throughput")),
         ])
     headers = ["variant", "host", "conc.", "trials", "verdict", "output tok/s", "total tok/s",
-               "TTFT mean ms", "TTFT p99 ms", "ITL mean ms", "output vs baseline [simultaneous CI]"]
+               "TTFT mean ms", "TTFT p99 ms", "ITL mean ms", "req/s", "goodput req/s (share)",
+               "output vs baseline [simultaneous CI]"]
     return tabulate(table, headers=headers, tablefmt="github")
 
 
@@ -68,6 +74,63 @@ def verdict_rules(settings):
         "measured counts as failed: mixed with an improved level, regressed without." % (
             settings["verdict_metric"], round(settings["confidence"] * 100), 1 - settings["confidence"],
             settings["min_effect_pct"], settings["min_effect_pct"]))
+
+
+def capacity_text(summary):
+    """The capacity of each measured variant under the SLOs, or why there is none."""
+    slo = (summary.get("settings") or {}).get("slo") or {}
+    if not slo:
+        return ("No SLO was set (campaign_slo): no capacity, and no goodput counted. Set p99 limits in ms, e.g. "
+                "campaign_slo: {p99_ttft_ms: 2000, p99_tpot_ms: 50, p99_itl_ms: 50}.")
+    table = []
+    for v in summary["variants"]:
+        found = v.get("capacity") or {}
+        levels = ", ".join("c=%s %d/%d" % (lv["concurrency"], lv["holds_in"], lv["trials"]) for lv in found.get("levels") or [])
+        table.append([v["variant"], v["host"], fmt_capacity(found), fmt_capacity_range(found), levels,
+                      found.get("reason") or ""])
+    source = "as measured" if (summary["settings"].get("slo_source") == "cells") else "given to the report"
+    return ("SLOs (%s): %s. Capacity is the highest measured concurrency up to which every SLO holds on the mean "
+            "of the runs' p99 figures (every run must succeed); over the trials, the range of each trial's own "
+            "capacity; per level, the runs that met every SLO. Goodput (matrix) is counted by the benchmark client "
+            "for the per-request SLOs (TTFT, TPOT) where it has a goodput option.\n\n" % (source, fmt_slo(slo))
+            + tabulate(table, headers=["variant", "host", "capacity", "over the trials", "runs meeting the SLOs",
+                                       "why"], tablefmt="github"))
+
+
+def _flag_changes(changes):
+    return ", ".join("%s removed" % k if v is None else k if v is True else "%s=%s" % (k, v)
+                     for k, v in (changes or {}).items()) or "none"
+
+
+def recommendation_text(proposal):
+    """The Recommendation section: what to deploy, its gains and capacity, what was left out."""
+    lines = ["**Status: %s.**" % proposal["status"]]
+    if proposal["status"] == STATUS_PROPOSED:
+        lines[0] += (" Each candidate was measured alone against the baseline; the stack of them has not been "
+                     "measured as one launch.")
+    lines += ["", "Written to `recommended.yml`. Stack, in order of measured effect: %s." % (
+        ", ".join(proposal["stack"]) or "none (the baseline)"), ""]
+    if proposal["candidates"]:
+        table = [[c["id"], ", ".join(c["hosts"]), "flags: %s; env: %s" % (_flag_changes(c["flags"]), _flag_changes(c["env"])),
+                  "%s at c=%s" % (fmt_change(c["gain"]), c["gain"]["concurrency"]),
+                  fmt_capacity(dict(c["capacity"] or {}, slo=proposal["slo"]))]
+                 for c in proposal["candidates"]]
+        lines += [tabulate(table, headers=["candidate", "host", "changes", "%s gain [simultaneous CI]" % proposal["verdict_metric"],
+                                           "capacity"], tablefmt="github"), ""]
+    baseline = (proposal.get("baseline") or {}).get("capacity")
+    if proposal["slo"] and baseline:
+        lines += ["Baseline capacity under the SLOs (%s): %s (%s)." % (fmt_slo(proposal["slo"]),
+                  fmt_capacity(dict(baseline, slo=proposal["slo"])), baseline.get("reason")), ""]
+    lines += ["Inventory variables:", "", "```yaml",
+              yaml.safe_dump(proposal["inventory"], sort_keys=False, default_flow_style=False).rstrip(), "```", ""]
+    if proposal["launch"]["command"]:
+        lines += ["Launch command:", "", "```", proposal["launch"]["command"], "```", ""]
+    if proposal["left_out"]:
+        lines += ["Left out:", "", tabulate([[e["id"], ", ".join(e["hosts"]), e["why"], e["reason"]]
+                                             for e in proposal["left_out"]],
+                                            headers=["optimization", "host", "why", "reason"], tablefmt="github"), ""]
+    lines += ["- %s" % note for note in proposal.get("notes") or []]
+    return "\n".join(lines).rstrip()
 
 
 def design_text(settings):
@@ -183,6 +246,14 @@ def render_markdown(summary, cells):
     lines = [
         "# fleetopt campaign %s" % summary["campaign"],
         "",
+    ] + ([
+        "## Recommendation",
+        "",
+        recommendation_text(summary["recommendation"]),
+        "",
+        "## Campaign",
+        "",
+    ] if summary.get("recommendation") else []) + [
         "- engine: %s %s" % (summary["engine"], summary.get("engine_version") or ""),
         "- hosts: %s (%s, %s CPUs, %s GPUs)" % (
             ", ".join(summary["hosts"]), host.get("cpu_model"), host.get("cpu_count"), host.get("gpu_count")),
@@ -198,6 +269,10 @@ def render_markdown(summary, cells):
         design_text(summary["settings"]),
         "",
         verdict_table(summary["variants"]),
+        "",
+        "## Capacity under the SLOs",
+        "",
+        capacity_text(summary),
         "",
         "## Noise floor",
         "",
@@ -220,6 +295,24 @@ def render_markdown(summary, cells):
     return "\n".join(lines)
 
 
+def parse_slo(pairs):
+    """{'p99_ttft_ms': 2000.0} from ['p99_ttft_ms=2000']; None when no pair is given (the cells' SLOs count)."""
+    if not pairs:
+        return None
+    slo = {}
+    for pair in pairs:
+        key, _, value = pair.partition("=")
+        if key not in SLO_KEYS:
+            raise ValueError("unknown SLO %r in --slo %s; known: %s" % (key, pair, ", ".join(SLO_KEYS)))
+        try:
+            slo[key] = float(value)
+        except ValueError:
+            slo[key] = -1.0
+        if not slo[key] > 0:
+            raise ValueError("--slo %s: the limit must be a positive number of milliseconds" % pair)
+    return slo
+
+
 def update_latest_link(link, target):
     link = pathlib.Path(link)
     tmp = link.with_name("." + link.name + ".new")
@@ -240,7 +333,14 @@ def main(args):
     if not cells:
         print("fleetopt report: %s holds no cells yet" % campaign_dir, file=sys.stderr)
         return 2
-    summary = build_summary(campaign_dir, cells, args.verdict_metric, args.confidence, args.min_effect)
+    try:
+        slo = parse_slo(getattr(args, "slo", None))
+    except ValueError as exc:
+        print("fleetopt report: %s" % exc, file=sys.stderr)
+        return 2
+    summary = build_summary(campaign_dir, cells, args.verdict_metric, args.confidence, args.min_effect, slo=slo)
+    summary["recommendation"] = recommend(summary, cells)
+    write_recommendation(campaign_dir, summary["recommendation"])
     write_atomically(campaign_dir / "summary.json", json.dumps(summary, indent=2) + "\n")
     write_atomically(campaign_dir / "summary.csv", csv_text(summary["cells"]))
     write_atomically(campaign_dir / "report.md", render_markdown(summary, cells))
@@ -249,6 +349,9 @@ def main(args):
     if args.latest_link:
         update_latest_link(args.latest_link, campaign_dir)
     print(verdict_table(summary["variants"]))
+    proposal = summary["recommendation"]
+    print("\nrecommendation (%s): %s" % (proposal["status"], ", ".join(proposal["stack"]) or "the baseline"))
+    print("  %s" % (campaign_dir / "recommended.yml"))
     print("\nreport: %s" % (campaign_dir / "report.md"))
     troubled = troubled_hosts(campaign_dir)
     for host, status, reason in troubled:

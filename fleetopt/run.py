@@ -101,6 +101,12 @@ def campaign_vars(args):
         extra["aa"] = args.aa
     if args.fresh:
         extra["fresh"] = True
+    if getattr(args, "slo", None):
+        from fleetopt.report import parse_slo  # the report's reader: one spelling of --slo
+        try:
+            extra["campaign_slo"] = parse_slo(args.slo)
+        except ValueError as exc:
+            raise SystemExit("fleetopt run: %s" % exc)
     if args.results:
         extra["campaign_results_dir"] = str(pathlib.Path(args.results).resolve())
     return extra

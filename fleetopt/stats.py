@@ -26,6 +26,7 @@ HIGHER_IS_BETTER = {
     "mean_ttft_ms": False, "median_ttft_ms": False, "p99_ttft_ms": False,
     "mean_itl_ms": False, "median_itl_ms": False, "p99_itl_ms": False,
     "mean_tpot_ms": False, "mean_e2e_latency_ms": False, "p99_e2e_latency_ms": False,
+    "request_goodput": True, "p99_tpot_ms": False,
 }
 DEFAULT_CONFIDENCE = 0.95
 DEFAULT_MIN_EFFECT_PCT = 3.0

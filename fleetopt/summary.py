@@ -5,12 +5,17 @@ measured on the same host at the same concurrency, so a fleet of unlike hosts st
 fair comparisons. The cells of one (host, variant) from several server launches are merged
 first (fleetopt.launches); the intervals of a variant's levels are simultaneous over those
 levels (Bonferroni); the A/A comparison gates each host's verdicts (fleetopt.verdicts).
+
+Under SLOs (the cells record the campaign_slo they were measured under; the report may give its
+own) each row carries goodput beside throughput (the client's request_goodput, and its share of
+the requests per second) and each variant its capacity (fleetopt.capacity).
 """
 import datetime
 import json
 import pathlib
 
 from fleetopt import stats, verdicts
+from fleetopt.capacity import capacity
 from fleetopt.launches import campaign_design, launch_number, merge_launches
 from fleetopt.leftovers import leftover_notes
 
@@ -19,7 +24,7 @@ SUMMARY_METRICS = (
     "mean_ttft_ms", "median_ttft_ms", "p99_ttft_ms",
     "mean_itl_ms", "median_itl_ms", "p99_itl_ms",
     "mean_tpot_ms", "mean_e2e_latency_ms", "p99_e2e_latency_ms",
-    "completed", "failed", "duration_s",
+    "completed", "failed", "duration_s", "request_goodput",
 )
 COMPARED_METRICS = ("output_throughput", "total_throughput", "mean_ttft_ms", "p99_ttft_ms", "mean_itl_ms")
 BASELINE = "baseline"
@@ -71,15 +76,38 @@ def cell_rows(cell, confidence):
         measured = [lv["metrics"] for lv in ok]
         samples = {k: [m.get(k) for m in measured] for k in SUMMARY_METRICS}
         described = {k: stats.describe(v, confidence) for k, v in samples.items()}
+        means = {k: d["mean"] for k, d in described.items()}
         rows.append(dict(
             base, status="ok", concurrency=concurrency, trials=len(measured),
             launches=len({lv.get("launch", 1) for lv in ok}),
-            metrics={k: d["mean"] for k, d in described.items()},
+            metrics=means, goodput_share=goodput_share(means),
+            goodput_slo=((cell.get("benchmark") or {}).get("slo") or None) if means.get("request_goodput") is not None else None,
             stats={k: described[k] for k in COMPARED_METRICS},
             samples={k: samples[k] for k in COMPARED_METRICS},
             failed_trials=len(levels) - len(measured),
         ))
     return rows
+
+
+def goodput_share(means):
+    """Goodput as a share of the requests per second (both over the same runs), or None."""
+    good, total = means.get("request_goodput"), means.get("request_throughput")
+    return None if good is None or not total else good / total
+
+
+def campaign_slo(cells):
+    """The SLOs the cells were measured under: the baseline's, else the first cell's that records any."""
+    recorded = [c for c in cells if (c.get("benchmark") or {}).get("slo")]
+    recorded.sort(key=lambda c: c.get("variant") != BASELINE)
+    return dict(recorded[0]["benchmark"]["slo"]) if recorded else {}
+
+
+def variant_capacity(cell, slo, confidence):
+    if cell["status"] != "ok":
+        found = capacity([], slo, confidence)
+        found["reason"] = "not measured: %s%s" % (cell["status"], " (%s)" % cell["reason"] if cell.get("reason") else "")
+        return found
+    return capacity(cell.get("levels") or [], slo, confidence)
 
 
 def attach_comparisons(rows, verdict_metric, confidence, min_effect_pct):
@@ -133,7 +161,7 @@ def level_verdicts(own, baseline_levels):
     return levels
 
 
-def variant_summaries(cells, rows):
+def variant_summaries(cells, rows, slo=None, confidence=stats.DEFAULT_CONFIDENCE):
     baseline_levels = {}
     for r in rows:
         if r["variant"] == BASELINE and r["status"] == "ok":
@@ -157,6 +185,7 @@ def variant_summaries(cells, rows):
             "startup_s": (cell.get("startup") or {}).get("startup_s"),
             "launches": len({lv.get("launch", 1) for lv in cell.get("levels") or [] if lv.get("status") == "ok"}),
             "launches_planned": cell.get("launches") or 1, "launch_statuses": cell.get("launch_statuses") or [],
+            "capacity": variant_capacity(cell, slo or {}, confidence),
             "levels": [
                 {"concurrency": r["concurrency"], "verdict": by_level[r["concurrency"]]["verdict"]
                  if r["variant"] != BASELINE else r.get("verdict"),
@@ -209,14 +238,17 @@ def noise_floor(rows, verdict_metric):
 
 
 def build_summary(campaign_dir, cells, verdict_metric="output_throughput", confidence=stats.DEFAULT_CONFIDENCE,
-                  min_effect_pct=stats.DEFAULT_MIN_EFFECT_PCT):
+                  min_effect_pct=stats.DEFAULT_MIN_EFFECT_PCT, slo=None):
+    """`slo` None: the SLOs the cells were measured under (campaign_slo); a mapping judges capacity under it."""
+    slo_source = "cells" if slo is None else "report"
+    slo = campaign_slo(cells) if slo is None else dict(slo)
     merged = merge_launches(cells)
     rows = [row for cell in merged for row in cell_rows(cell, confidence)]
     rows = attach_comparisons(rows, verdict_metric, confidence, min_effect_pct)
     engines = sorted({c["engine"] for c in cells if c.get("engine")})
     provenance = (cells[0].get("provenance") or {}) if cells else {}
     hosts = sorted({c["host"] for c in cells})
-    summaries = variant_summaries(merged, rows)
+    summaries = variant_summaries(merged, rows, slo, confidence)
     floor = noise_floor(rows, verdict_metric)
     aa = aa_hosts(summaries, hosts)
     gate_on_aa(summaries, rows, aa)
@@ -229,7 +261,8 @@ def build_summary(campaign_dir, cells, verdict_metric="output_throughput", confi
         "hosts": hosts,
         "settings": {"verdict_metric": verdict_metric, "confidence": confidence, "min_effect_pct": min_effect_pct,
                      "multiple_comparisons": "bonferroni", "design": campaign_design(cells),
-                     "benchmark": (cells[0].get("benchmark") if cells else None)},
+                     "benchmark": (cells[0].get("benchmark") if cells else None),
+                     "slo": slo, "slo_source": slo_source},
         "variants": summaries,
         "noise_floor": floor,
         "aa": aa,

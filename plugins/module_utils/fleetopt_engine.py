@@ -26,7 +26,14 @@ METRIC_KEYS = (
     "mean_tpot_ms", "median_tpot_ms", "p99_tpot_ms",
     "mean_itl_ms", "median_itl_ms", "p99_itl_ms",
     "mean_e2e_latency_ms", "p99_e2e_latency_ms",
+    # Requests per second that met every per-request SLO the client was given (its own goodput
+    # option); None where the client has none or no SLO was set.
+    "request_goodput",
 )
+
+# The service-level objectives a campaign may set (campaign_slo), in fleetopt's metric names: a
+# level meets them when each of these p99 figures is at or under its limit in milliseconds.
+SLO_KEYS = ("p99_ttft_ms", "p99_tpot_ms", "p99_itl_ms")
 
 # A name part that marks a secret: HF_TOKEN, --api-key, PROXMOX_TOKEN_SECRET; not --tokenizer.
 SECRET_NAME = re.compile(r"(?i)(^|[-_])(token|secret|password|passwd|credentials?|api[-_]?key|access[-_]?key)($|[-_])")
@@ -212,6 +219,28 @@ class EngineAdapter:
 
     def bench_env(self):
         return {}
+
+    # SLO key (SLO_KEYS) -> the client's own goodput key, for the SLOs its goodput option can count
+    # per request; empty where the client has no goodput option.
+    goodput_keys = {}
+    goodput_option = "--goodput"
+
+    def goodput_supported(self):
+        """Whether the installed release's client has its goodput option (version-aware adapters override)."""
+        return bool(self.goodput_keys)
+
+    def goodput_covers(self, slo):
+        """The SLO keys of `slo` that the client's goodput counts, in SLO_KEYS order."""
+        if not self.goodput_supported():
+            return []
+        return [key for key in SLO_KEYS if key in self.goodput_keys and (slo or {}).get(key) is not None]
+
+    def goodput_args(self, slo):
+        """Client arguments that make it count goodput under `slo` ({} or None: none)."""
+        covered = self.goodput_covers(slo)
+        if not covered:
+            return []
+        return [self.goodput_option] + ["%s:%g" % (self.goodput_keys[key], float(slo[key])) for key in covered]
 
     def parse_bench_result(self, path):
         raise NotImplementedError

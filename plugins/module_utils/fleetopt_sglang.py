@@ -50,6 +50,10 @@ PIECEWISE_ENFORCE_NEEDED = ">=0.5.10,<0.5.13"
 CUDA_GRAPH_BACKENDS = ">=0.5.14"
 # `sglang.bench_serving` is a deprecated shim of `sglang.benchmark.serving` from 0.5.15.
 BENCHMARK_PACKAGE = ">=0.5.15"
+# The client's `--goodput ttft:MS tpot:MS e2el:MS` (sglang.benchmark.goodput; `request_goodput` and
+# `slo_attainment` in the record): present in 0.5.23's client, absent from 0.5.9's bench_serving,
+# the two clients fleetopt has run. Releases between were not checked, so it is passed from 0.5.23 on.
+GOODPUT_OPTION = ">=0.5.23"
 
 # Flags whose presence depends on the release: flag -> (releases that accept it, why not).
 FLAG_RELEASES = {
@@ -143,10 +147,14 @@ class SglangAdapter(EngineAdapter):
         "ep": ("--ep-size", "--expert-parallel-size", "--ep"),
     }
     per_run_client_flags = ("max-concurrency", "num-prompts", "output-file")
+    goodput_keys = {"p99_ttft_ms": "ttft", "p99_tpot_ms": "tpot"}
 
     # -- release checks ------------------------------------------------------
     def _is(self, spec):
         return self.version is not None and version_in_range(self.version, spec)
+
+    def goodput_supported(self):
+        return self._is(GOODPUT_OPTION)
 
     def baseline_flags(self):
         """Piecewise CUDA graphs off, explicitly where the release turns them on by default."""

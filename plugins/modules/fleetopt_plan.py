@@ -302,6 +302,7 @@ def plan_variants(adapter, entries, baseline_flags, baseline_env, host, model, e
     variants = [{
         "id": "baseline", "title": "Baseline", "tier": 0, "applicable": True, "reason": None,
         "flags": adapter.normalize_flags(base_flags), "env": dict(baseline_env), "catalog_flags": {},
+        "conflicts": [],
     }]
     for entry in entries:
         flags = adapter.normalize_flags(merge_flags(base_flags, entry.get("flags")))
@@ -319,6 +320,8 @@ def plan_variants(adapter, entries, baseline_flags, baseline_env, host, model, e
             "flags": flags,
             "env": dict(baseline_env, **(entry.get("env") or {})),
             "catalog_flags": entry.get("flags") or {},
+            # Entries this one must never share a stack with (the recommendation reads them from the cell).
+            "conflicts": entry.get("conflicts") or [],
         })
     if aa:
         variants.append(dict(variants[0], id="baseline_aa", title="Baseline again (A/A noise check)"))

@@ -26,6 +26,8 @@ def assert_nothing_started(tmp_path):
     (["-e", "tier=1", "-e", "campaign_model_path=/nonexistent/model"], "model path /nonexistent/model does not exist"),
     (["-e", "tier=1", "-e", "campaign_engine_python=/nonexistent/bin/python"], "install the vllm engine first"),
     (["-e", "tier=1", "-e", "campaign_id=../escape"], "must be letters, digits"),
+    (["-e", "tier=1", "-e", '{"campaign_slo": {"p50_ttft_ms": 100}}'], "unknown SLO(s) p50_ttft_ms"),
+    (["-e", "tier=1", "-e", '{"campaign_slo": {"p99_ttft_ms": 0}}'], "positive numbers of milliseconds: p99_ttft_ms=0"),
 ])
 def test_bad_input_is_refused_before_anything_starts(tmp_path, local_engine, extra, message):
     rc, output = run_playbook(*campaign_args(tmp_path, free_port(), *extra))

@@ -18,9 +18,11 @@ PLAYBOOK = """
     _campaign_cell_key: k1
     _campaign_design: {}
     _campaign_patches: []
+    _campaign_slo: {p99_ttft_ms: 1000.0}
     _campaign_plan: {engine_version: "0.1.0", host: {}, model_info: {}, stack: {}}
     _campaign_variant: {id: baseline, title: Baseline, tier: 0, order: 0, launch_number: 1, launches: 1,
-                        applicable: true, flags: {}, catalog_flags: {}, cell_name: baseline}
+                        applicable: true, flags: {}, catalog_flags: {}, cell_name: baseline,
+                        conflicts: [{id: other, why: planted}]}
   tasks:
     - name: Stand in for a server that became ready
       ansible.builtin.set_fact:
@@ -62,6 +64,8 @@ def test_the_cell_template_takes_status_reason_and_failure_from_the_filter(tmp_p
     assert (ok["status"], ok["reason"], ok["failure"], ok["host_lost"]) == ("ok", None, None, False)
     assert ok["startup"]["startup_s"] == 3.5 and ok["startup"]["log_on_controller"] == "logs/localhost/server.log"
     assert ok["levels"] == [{"concurrency": 1}] and ok["benchmark"]["client"] == ["python", "-m", "bench"]
+    assert ok["benchmark"]["slo"] == {"p99_ttft_ms": 1000.0}
+    assert ok["provenance"]["conflicts"] == [{"id": "other", "why": "planted"}]
     crashed = json.loads((tmp_path / "crashed.json").read_text())
     assert crashed["status"] == "crashed" and crashed["failure"] == {"failure_class": "cuda_oom"}
     assert crashed["startup"]["exit_code"] == -9

@@ -271,3 +271,17 @@ def test_the_clients_cpu_use_is_recorded_and_a_busy_client_flagged(scripted_pyth
     assert busy["client_cpu_s"] >= 0.95 and busy["client_cpu_share"] > idle["client_cpu_share"] + 0.3, busy
     # Flagged when its share of one core reaches the module's threshold (a loaded host may give it less).
     assert busy["client_bound"] is (busy["client_cpu_share"] >= 0.9)
+
+
+def test_the_slos_reach_the_client_as_its_goodput_option(scripted_python, tmp_path):
+    python = scripted_python({"lines": [[0.1, "bench"]], "client_result": RESULT, "exit_code": 0})
+    slo = {"p99_ttft_ms": 2000.0, "p99_tpot_ms": 50.0, "p99_itl_ms": 30.0}
+    result = bench(python, tmp_path, concurrency=[1], slo=slo)
+    assert result["client"][-3:] == ["--goodput", "ttft:2000", "tpot:50"]
+    assert result["levels"][0]["status"] == "ok" and "request_goodput" in result["levels"][0]["metrics"]
+    assert "--goodput" not in bench(python, tmp_path, concurrency=[1], name="plain")["client"]
+
+
+def test_an_slo_fleetopt_does_not_know_is_refused(tmp_path):
+    result = bench(sys.executable, tmp_path, concurrency=[1], slo={"p50_ttft_ms": 10.0})
+    assert result.get("failed") and "p50_ttft_ms" in result["msg"]

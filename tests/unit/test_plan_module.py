@@ -13,7 +13,8 @@ CATALOG = {
     "engine": "vllm",
     "optimizations": [
         {"id": "compile", "tier": 1, "flags": {"--enforce-eager": None}},
-        {"id": "async", "tier": 1, "flags": {"--async-scheduling": True}, "requires": {"engine_version": ">=0.10.2"}},
+        {"id": "async", "tier": 1, "flags": {"--async-scheduling": True}, "requires": {"engine_version": ">=0.10.2"},
+         "conflicts": [{"id": "compile", "why": "planted: never in one stack"}]},
         {"id": "tp2", "tier": 1, "flags": {"--tensor-parallel-size": 2}, "requires": {"min_gpus": 2, "platform": ["cuda"]}},
         {"id": "moe_only", "tier": 2, "flags": {"--enable-eplb": True}, "requires": {"moe": True}},
         {"id": "future", "tier": 2, "flags": {}, "requires": {"engine_version": ">=99.0"}},
@@ -61,6 +62,9 @@ def test_tier_is_planned_with_baseline_first_and_unmet_prerequisites_explained(e
     assert variants["baseline"]["flags"] == {"--enforce-eager": True, "--max-model-len": 512}
     assert variants["compile"]["flags"] == {"--max-model-len": 512}
     assert variants["async"]["applicable"] is True
+    # Declared conflicts travel with the variant into its cell (the recommendation reads them there).
+    assert variants["async"]["conflicts"] == [{"id": "compile", "why": "planted: never in one stack"}]
+    assert variants["compile"]["conflicts"] == [] and variants["baseline"]["conflicts"] == []
     assert variants["tp2"]["applicable"] is False
     assert "needs 2 GPU(s), host has 0" in variants["tp2"]["reason"]
     assert "needs platform cuda" in variants["tp2"]["reason"]
@@ -146,6 +150,9 @@ def test_shipped_catalogs_are_well_formed():
         for entry in catalog["optimizations"]:
             assert isinstance(entry["tier"], int) and entry.get("title") and entry.get("rationale"), (path, entry["id"])
             assert all(flag.startswith("--") for flag in (entry.get("flags") or {})), (path, entry["id"])
+            for conflict in entry.get("conflicts") or []:
+                # Each names another entry of the same catalog and says why the two cannot be one stack.
+                assert conflict["id"] in ids and conflict["id"] != entry["id"] and conflict.get("why"), (path, entry["id"])
 
 
 def test_patches_recorded_by_the_stack_role_satisfy_patch_requirements(engine_python, model_dir, tmp_path, port):
@@ -176,3 +183,15 @@ def test_async_scheduling_is_not_applicable_on_the_cpu(engine_python, model_dir,
     variant = {v["id"]: v for v in result["variants"]}["async_scheduling"]
     assert variant["applicable"] is False
     assert "needs platform cuda, host is cpu" in variant["reason"]
+
+
+def test_the_catalogs_declare_the_conflicts_their_flags_cannot_show():
+    """Two ways to one optimization (SGLang's piecewise graphs, plain and patched) set the same flags to the same
+    values, so only a declaration keeps them out of one stack. Entries that change one flag to different values
+    need none: the recommendation finds those itself. vLLM's entries each change a flag or variable of their own."""
+    sglang = {e["id"]: e for e in yaml.safe_load((ROOT / "library/catalog/sglang.yml").read_text())["optimizations"]}
+    assert [c["id"] for c in sglang["piecewise_cuda_graph_fp4_patched"]["conflicts"]] == ["piecewise_cuda_graph"]
+    vllm = yaml.safe_load((ROOT / "library/catalog/vllm.yml").read_text())["optimizations"]
+    assert not [e["id"] for e in vllm if e.get("conflicts")]
+    changed = [set(e.get("flags") or {}) | set(e.get("env") or {}) for e in vllm]
+    assert all(not (a & b) for i, a in enumerate(changed) for b in changed[i + 1:])

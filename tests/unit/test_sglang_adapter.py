@@ -327,3 +327,24 @@ def test_patch_set_claims_only_what_the_released_sources_support():
             assert not version_in_range("0.6.11.post1", patch["releases"]), patch["id"]
     entry = next(e for e in CATALOG["optimizations"] if e["id"] == "piecewise_cuda_graph_fp4_patched")
     assert "flashinfer-fp4-quantize-custom-op" in entry["requires"]["patch"]
+
+
+@pytest.mark.parametrize("version,args", [
+    # 0.5.23's client (sglang.benchmark.serving, _goodput_slo) takes --goodput ttft:MS tpot:MS e2el:MS and writes
+    # request_goodput; 0.5.9's bench_serving has no such option. Releases between are not checked: not passed.
+    ("0.5.23", ["--goodput", "ttft:2000", "tpot:50"]), ("0.5.30", ["--goodput", "ttft:2000", "tpot:50"]),
+    ("0.5.9", []), ("0.5.22", []), (None, []),
+])
+def test_goodput_option_only_where_the_client_has_it(version, args):
+    adapter = SglangAdapter(version)
+    slo = {"p99_ttft_ms": 2000.0, "p99_tpot_ms": 50.0, "p99_itl_ms": 30.0}
+    assert adapter.goodput_args(slo) == args
+    assert adapter.goodput_covers(slo) == (["p99_ttft_ms", "p99_tpot_ms"] if args else [])
+
+
+def test_goodput_of_a_record_is_read(tmp_path):
+    record = json.loads((BENCH / "bench_0.5.23.jsonl").read_text().splitlines()[-1])
+    assert SglangAdapter("0.5.23").parse_bench_result(str(BENCH / "bench_0.5.23.jsonl"))["request_goodput"] is None
+    record.update(goodput_slos_ms={"ttft": 2000.0}, request_goodput=7.5, slo_attainment=1.0)
+    (tmp_path / "r.jsonl").write_text(json.dumps(record) + "\n")
+    assert SglangAdapter("0.5.23").parse_bench_result(str(tmp_path / "r.jsonl"))["request_goodput"] == 7.5

