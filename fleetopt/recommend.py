@@ -28,7 +28,8 @@ from fleetopt.files import write_atomically
 from fleetopt.launches import launch_details, merge_launches
 from fleetopt.summary import AA_VARIANT, BASELINE
 
-import fleetopt.paths  # noqa: F401  (makes the collection's module_utils importable)
+# Makes the collection's module_utils importable.
+import fleetopt.paths  # noqa: F401  pylint: disable=unused-import
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engine import REDACTED, merge_flags, render_flags
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engines import get_adapter
 
@@ -185,7 +186,7 @@ def recommend(summary, cells):
                              "hosts": candidate["hosts"],
                              "reason": "conflicts with %s, which has the larger measured effect (%+.1f %% against "
                                        "%+.1f %%): %s" % (other["id"], other["gain"]["change_pct"],
-                                                         candidate["gain"]["change_pct"], why)})
+                                                          candidate["gain"]["change_pct"], why)})
         else:
             stack.append(candidate)
     left_out.sort(key=lambda e: (WHY_ORDER.index(e["why"]) if e["why"] in WHY_ORDER else -1, e["id"]))
