@@ -658,14 +658,14 @@ def main():
     p = module.params
     if p["release_client"] and not (p["client_dir"] or (p["result_dir"] and p["name"])):
         module.fail_json(msg="release_client needs client_dir, or result_dir and name")
-    if (not p["release_client"] and not p["runs"] and p["target_halfwidth_pct"] > 0
-            and len(p["t_quantiles"] or []) < max(p["max_trials"], p["trials"]) - 1):
-        module.fail_json(msg="target_halfwidth_pct needs t_quantiles: Student's t 97.5 %% quantiles for 1 to %d degrees "
-                             "of freedom (the action plugin computes them with scipy)" % (max(p["max_trials"], p["trials"]) - 1))
     adapter = get_adapter(p["engine"], p["engine_version"])
     if module.check_mode:
         module.exit_json(changed=False, levels=[], server_died=False, timed_out=False, client=[],
                          msg="would stop the kept benchmark client" if p["release_client"] else "would benchmark")
+    if (not p["release_client"] and not p["runs"] and p["target_halfwidth_pct"] > 0
+            and len(p["t_quantiles"] or []) < max(p["max_trials"], p["trials"]) - 1):
+        module.fail_json(msg="target_halfwidth_pct needs t_quantiles: Student's t 97.5 %% quantiles for 1 to %d degrees "
+                             "of freedom (the action plugin computes them with scipy)" % (max(p["max_trials"], p["trials"]) - 1))
     bench_env = adapter.bench_env()
     env = dict(os.environ, **bench_env)
     if p["api_key"]:

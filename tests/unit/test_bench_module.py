@@ -72,6 +72,11 @@ def test_check_mode_runs_nothing(tmp_path):
                                                 tokenizer="/t", concurrency=[1], result_dir=str(tmp_path / "c"), name="v"),
                          check_mode=True)
     assert checked["levels"] == [] and not (tmp_path / "c").exists()
+    # The action plugin hands check mode to the module as it is: no quantiles, and none needed.
+    sequential = run_module("fleetopt_bench", dict(engine="vllm", python="/x", base_url="u", served_model_name="m",
+                                                   tokenizer="/t", concurrency=[1], result_dir=str(tmp_path / "c"), name="v",
+                                                   trials=2, max_trials=4, target_halfwidth_pct=3.0), check_mode=True)
+    assert not sequential.get("failed") and sequential["levels"] == [], sequential
 
 
 def test_a_run_that_times_out_ends_the_benchmark(scripted_python, tmp_path):
