@@ -21,6 +21,9 @@ def build_parser():
     report.add_argument("--slo", action="append", metavar="KEY=MS",
                         help="judge capacity under this SLO instead of the ones the cells were measured under "
                              "(p99_ttft_ms, p99_tpot_ms, p99_itl_ms; repeat for several); goodput stays as measured")
+    report.add_argument("--cost-per-host-hour", type=float, metavar="PRICE",
+                        help="what one host costs per hour, for every host: the cost per million output tokens at "
+                             "each variant's capacity (default: the price each host's cells recorded, if any)")
     report.add_argument("--fail-on-host-trouble", action="store_true",
                         help="exit 4, after writing the report, when a host was unreachable, unhealthy or failed")
     report.set_defaults(handler="fleetopt.report:main")

@@ -35,6 +35,11 @@ def fmt_confidence(level):
     return ("%.2f" % (level * 100)).rstrip("0").rstrip(".")
 
 
+def fmt_money(value):
+    """A price or a cost to four significant digits, in the price's own currency; '' without one."""
+    return "" if value is None else "%.4g" % value
+
+
 def fmt_capacity(found):
     """'c=4', '≥ c=16' (every level held) or 'none' from a fleetopt.capacity result; '' without one."""
     if not found or not found.get("slo"):

@@ -11,9 +11,10 @@ import jinja2
 from markupsafe import Markup
 
 from fleetopt import plots
+from fleetopt.cost import power_text
 import yaml
 
-from fleetopt.formatting import (fmt, fmt_capacity, fmt_capacity_range, fmt_change, fmt_goodput, fmt_mean_ci, fmt_pct,
+from fleetopt.formatting import (fmt, fmt_capacity, fmt_capacity_range, fmt_change, fmt_goodput, fmt_mean_ci, fmt_money, fmt_pct,
                                  fmt_slo)
 from fleetopt.files import write_atomically
 from fleetopt.launches import describe_design, launch_details, launch_number, launch_total
@@ -134,7 +135,7 @@ def environment():
     )
     env.filters.update(fmt=fmt, fmt_pct=fmt_pct, fmt_change=fmt_change, fmt_mean_ci=fmt_mean_ci, fmt_p=fmt_p,
                        fmt_capacity=fmt_capacity, fmt_capacity_range=fmt_capacity_range, fmt_goodput=fmt_goodput,
-                       fmt_slo=fmt_slo, combine_slo=lambda found, slo: dict(found or {}, slo=slo),
+                       fmt_slo=fmt_slo, fmt_money=fmt_money, combine_slo=lambda found, slo: dict(found or {}, slo=slo),
                        to_yaml=lambda value: yaml.safe_dump(value, sort_keys=False, default_flow_style=False))
     return env
 
@@ -147,7 +148,7 @@ def render_html(summary, cells):
         summary=summary, facts=campaign_facts(summary, cells), hosts=host_hardware(cells),
         verdicts=verdict_rows(summary), counts=verdict_counts(summary), figures=figures,
         design=describe_design((summary.get("settings") or {}).get("design")),
-        provenance=provenance_rows(cells), verdict_names=VERDICTS,
+        provenance=provenance_rows(cells), verdict_names=VERDICTS, power=power_text(cells),
     )
 
 

@@ -14,8 +14,9 @@ import sys
 import yaml
 from tabulate import tabulate
 
+from fleetopt.cost import power_text
 from fleetopt.files import write_atomically
-from fleetopt.formatting import (fmt, fmt_capacity, fmt_capacity_range, fmt_change, fmt_goodput, fmt_mean_ci,
+from fleetopt.formatting import (fmt, fmt_capacity, fmt_capacity_range, fmt_change, fmt_goodput, fmt_mean_ci, fmt_money,
                                  fmt_slo)
 from fleetopt.hosts import fill_missing_cells, troubled_hosts
 from fleetopt.html_report import write_html_report
@@ -95,6 +96,30 @@ def capacity_text(summary):
             "for the per-request SLOs (TTFT, TPOT) where it has a goodput option.\n\n" % (source, fmt_slo(slo))
             + tabulate(table, headers=["variant", "host", "capacity", "over the trials", "runs meeting the SLOs",
                                        "why"], tablefmt="github"))
+
+
+def cost_text(summary, cells):
+    """Each variant's cost per million output tokens at its capacity, where its host has a price."""
+    priced = [v for v in summary["variants"] if v.get("cost")]
+    lines = [power_text(cells), ""]
+    if not priced:
+        return "\n".join(lines + ["No price per host-hour was given (campaign_cost_per_host_hour): no cost per "
+                                  "million tokens."])
+    table = []
+    for v in priced:
+        cost = v["cost"]
+        interval = ("[%s, %s]" % (fmt_money(cost["low"]), fmt_money(cost["high"]))
+                    if cost.get("low") is not None and cost.get("high") is not None else "")
+        table.append([v["variant"], v["host"], fmt_money(cost["price_per_host_hour"]),
+                      "" if cost["concurrency"] is None else "c=%s" % cost["concurrency"],
+                      fmt_money(cost["per_million_output_tokens"]), interval,
+                      fmt(cost.get("output_tokens_per_joule")), cost["basis"]])
+    source = "as the cells recorded it" if summary["settings"].get("cost_source") == "cells" else "given to the report"
+    return "\n".join(lines + [
+        "Price per host-hour %s; cost per million output tokens = price / (output tokens per second x 3600) x 1e6, "
+        "its interval from the interval of the mean output throughput." % source, "",
+        tabulate(table, headers=["variant", "host", "price per hour", "level", "per million output tokens", "interval",
+                                 "output tokens per joule", "level chosen"], tablefmt="github")])
 
 
 def _flag_changes(changes):
@@ -274,6 +299,10 @@ def render_markdown(summary, cells):
         "",
         capacity_text(summary),
         "",
+        "## Cost and energy",
+        "",
+        cost_text(summary, cells),
+        "",
         "## Noise floor",
         "",
         noise_floor_text(summary),
@@ -338,7 +367,12 @@ def main(args):
     except ValueError as exc:
         print("fleetopt report: %s" % exc, file=sys.stderr)
         return 2
-    summary = build_summary(campaign_dir, cells, args.verdict_metric, args.confidence, args.min_effect, slo=slo)
+    price = getattr(args, "cost_per_host_hour", None)
+    if price is not None and not price > 0:
+        print("fleetopt report: --cost-per-host-hour must be a positive number, got %s" % price, file=sys.stderr)
+        return 2
+    summary = build_summary(campaign_dir, cells, args.verdict_metric, args.confidence, args.min_effect, slo=slo,
+                            cost_per_host_hour=price)
     summary["recommendation"] = recommend(summary, cells)
     write_recommendation(campaign_dir, summary["recommendation"])
     write_atomically(campaign_dir / "summary.json", json.dumps(summary, indent=2) + "\n")

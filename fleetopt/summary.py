@@ -8,7 +8,9 @@ levels (Bonferroni); the A/A comparison gates each host's verdicts (fleetopt.ver
 
 Under SLOs (the cells record the campaign_slo they were measured under; the report may give its
 own) each row carries goodput beside throughput (the client's request_goodput, and its share of
-the requests per second) and each variant its capacity (fleetopt.capacity).
+the requests per second) and each variant its capacity (fleetopt.capacity). With a price per
+host-hour, each variant gets its cost per million output tokens at that capacity (fleetopt.cost);
+where the GPUs' board power was sampled, rows carry it and the output tokens per joule.
 """
 import datetime
 import json
@@ -16,6 +18,7 @@ import pathlib
 
 from fleetopt import stats, verdicts
 from fleetopt.capacity import capacity
+from fleetopt.cost import attach_costs
 from fleetopt.launches import campaign_design, launch_number, merge_launches
 from fleetopt.leftovers import leftover_notes
 
@@ -25,6 +28,7 @@ SUMMARY_METRICS = (
     "mean_itl_ms", "median_itl_ms", "p99_itl_ms",
     "mean_tpot_ms", "mean_e2e_latency_ms", "p99_e2e_latency_ms",
     "completed", "failed", "duration_s", "request_goodput",
+    "board_power_w", "output_tokens_per_joule",
 )
 COMPARED_METRICS = ("output_throughput", "total_throughput", "mean_ttft_ms", "p99_ttft_ms", "mean_itl_ms")
 BASELINE = "baseline"
@@ -238,8 +242,9 @@ def noise_floor(rows, verdict_metric):
 
 
 def build_summary(campaign_dir, cells, verdict_metric="output_throughput", confidence=stats.DEFAULT_CONFIDENCE,
-                  min_effect_pct=stats.DEFAULT_MIN_EFFECT_PCT, slo=None):
-    """`slo` None: the SLOs the cells were measured under (campaign_slo); a mapping judges capacity under it."""
+                  min_effect_pct=stats.DEFAULT_MIN_EFFECT_PCT, slo=None, cost_per_host_hour=None):
+    """`slo` None: the SLOs the cells were measured under (campaign_slo); a mapping judges capacity under it.
+    `cost_per_host_hour` None: each host's price as its cells recorded it (campaign_cost_per_host_hour)."""
     slo_source = "cells" if slo is None else "report"
     slo = campaign_slo(cells) if slo is None else dict(slo)
     merged = merge_launches(cells)
@@ -248,7 +253,7 @@ def build_summary(campaign_dir, cells, verdict_metric="output_throughput", confi
     engines = sorted({c["engine"] for c in cells if c.get("engine")})
     provenance = (cells[0].get("provenance") or {}) if cells else {}
     hosts = sorted({c["host"] for c in cells})
-    summaries = variant_summaries(merged, rows, slo, confidence)
+    summaries = attach_costs(variant_summaries(merged, rows, slo, confidence), rows, merged, slo, cost_per_host_hour)
     floor = noise_floor(rows, verdict_metric)
     aa = aa_hosts(summaries, hosts)
     gate_on_aa(summaries, rows, aa)
@@ -262,7 +267,8 @@ def build_summary(campaign_dir, cells, verdict_metric="output_throughput", confi
         "settings": {"verdict_metric": verdict_metric, "confidence": confidence, "min_effect_pct": min_effect_pct,
                      "multiple_comparisons": "bonferroni", "design": campaign_design(cells),
                      "benchmark": (cells[0].get("benchmark") if cells else None),
-                     "slo": slo, "slo_source": slo_source},
+                     "slo": slo, "slo_source": slo_source,
+                     "cost_source": "cells" if cost_per_host_hour is None else "report"},
         "variants": summaries,
         "noise_floor": floor,
         "aa": aa,

@@ -63,7 +63,7 @@ class ActionModule(ActionBase):
         trials = int(args.get("trials") or 1)
         max_trials = max(int(args.get("max_trials") or 0), trials)
         quantiles = t_quantiles(max_trials)
-        levels, client, precision = [], [], []
+        levels, client, precision, power = [], [], [], None
         self._wall = 0.0
         self._ended = None  # (server_died, timed_out) once a run ended the benchmark
         started = time.time()
@@ -77,6 +77,7 @@ class ActionModule(ActionBase):
                 result.update(step)
                 return result
             client = client or step.get("client") or []
+            power = power or step.get("power")
             precision.extend(step.get("precision") or [])
             ran = [lv for lv in step.get("levels") or [] if lv.get("status") != "skipped"]
             done = 0.0
@@ -98,7 +99,7 @@ class ActionModule(ActionBase):
         measured = sum((lv.get("metrics") or {}).get("duration_s") or 0.0 for lv in levels if lv.get("status") == "ok")
         self._release_client()
         result.update(changed=True, levels=levels, server_died=died, timed_out=timed_out, client=client,
-                      precision=precision, client_wall_s=round(self._wall, 3), measured_s=round(measured, 3))
+                      precision=precision, power=power, client_wall_s=round(self._wall, 3), measured_s=round(measured, 3))
         return result
 
     def _level(self, concurrency, quantiles, served):

@@ -219,6 +219,17 @@ options:
   api_key:
     description: API key for a server started with one; never logged.
     type: str
+  nvidia_smi:
+    description:
+      - nvidia-smi on the host. While the benchmark runs it samples every GPU's board power (C(power.draw.instant),
+        else C(power.draw)); each measured run records the mean over its measured window and the output tokens per
+        joule. A host without it (or without power readings) is benchmarked without; RV(power) says why.
+    type: str
+    default: nvidia-smi
+  power_interval_ms:
+    description: Milliseconds between two power samples.
+    type: int
+    default: 200
 attributes:
   check_mode:
     support: full
@@ -252,7 +263,9 @@ levels:
   sample: [{"concurrency": 4, "trial": 1, "status": "ok", "reason": null, "duration_s": 7.9, "client_started": false,
             "client_run_s": 7.8, "client_cpu_s": 2.1, "client_cpu_share": 0.27, "client_bound": false,
             "metrics": {"output_throughput": 2210.4, "total_throughput": 4420.8, "mean_ttft_ms": 12.1, "p99_ttft_ms": 30.2,
-                        "mean_itl_ms": 1.6}}]
+                        "mean_itl_ms": 1.6, "board_power_w": 702.5, "output_tokens_per_joule": 3.1465},
+            "power": {"status": "ok", "samples": 39, "gpu_mean_w": {"0": 702.5}, "board_power_w": 702.5,
+                      "energy_j": 5549.8, "field": "power.draw.instant", "interval_ms": 200}}]
 server_died:
   description: Whether the server died during the benchmark.
   returned: always
@@ -276,6 +289,14 @@ precision:
   elements: dict
   sample: [{"concurrency": 4, "trials": 3, "ok_trials": 3, "halfwidth_pct": 2.1, "target_halfwidth_pct": 3.0,
             "stopped_by": "target"}]
+power:
+  description:
+    - Whether the GPUs' board power was sampled, with what (C(tool), C(field), C(interval_ms)) and which GPUs, or
+      the C(reason) it was not. Each run's own figures are in its RV(levels) entry (C(power), and C(board_power_w)
+      and C(output_tokens_per_joule) among its metrics).
+  returned: when the host was benchmarked
+  type: dict
+  sample: {"sampled": true, "tool": "nvidia-smi", "field": "power.draw.instant", "interval_ms": 200, "gpus": [0]}
 client_wall_s:
   description: Wall time of the benchmark's module calls, client start-up and warm-ups included (action plugin).
   returned: when the action plugin ran the benchmark
@@ -298,6 +319,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engine import SLO_KEYS, BenchmarkFailed, redact_argv
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engines import get_adapter
 from ansible_collections.fleetopt.campaign.plugins.module_utils import fleetopt_bench_client
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_power import PowerSampler
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_process import pid_alive, process_identity, same_process, session_pids, signal_session
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_supervisor import read_json, write_json, write_lease
 
@@ -351,6 +373,8 @@ def module_args():
         served_concurrency=dict(type="int", default=0),
         extra_args=dict(type="list", elements="str", default=[]),
         api_key=dict(type="str", no_log=True),
+        nvidia_smi=dict(type="str", default="nvidia-smi"),
+        power_interval_ms=dict(type="int", default=200),
     )
 
 
@@ -522,7 +546,7 @@ def run_client(guard, p, argv, env, output_path):
     return answer.get("exit_code"), not server_running(p["server_pid"]), False, answer
 
 
-def measure_level(module, guard, adapter, concurrency, trial, env, warmups):
+def measure_level(module, guard, adapter, concurrency, trial, env, warmups, sampler=None):
     p = module.params
     stem = "%s-c%d-t%d" % (p["name"], concurrency, trial)
     result_path = os.path.join(p["result_dir"], stem + ".json")
@@ -561,11 +585,29 @@ def measure_level(module, guard, adapter, concurrency, trial, env, warmups):
         try:
             level["metrics"] = adapter.parse_bench_result(result_path)
             level["status"] = "ok"
+            add_power(level, sampler, answer)
         except BenchmarkFailed as exc:
             level["reason"] = str(exc)
         except (IOError, OSError, ValueError, KeyError) as exc:
             level["reason"] = "unreadable benchmark result %s: %s" % (result_path, exc)
     return level, died, timed_out, argv
+
+
+def add_power(level, sampler, answer):
+    """The board power of the run's measured window (the client's duration, ending when the run
+    ended, within the run) and the output tokens per joule, when the host's GPUs are sampled."""
+    duration = (level["metrics"] or {}).get("duration_s")
+    if sampler is None or not answer or not duration:
+        return
+    power = sampler.window(max(answer["started_at"], answer["ended_at"] - float(duration)), answer["ended_at"])
+    if power is None:
+        return
+    level["power"] = power
+    if power["status"] == "ok" and power["board_power_w"] > 0:
+        level["metrics"]["board_power_w"] = power["board_power_w"]
+        throughput = level["metrics"].get("output_throughput")
+        if throughput is not None:
+            level["metrics"]["output_tokens_per_joule"] = round(float(throughput) / power["board_power_w"], 4)
 
 
 def halfwidth_pct(values, quantiles):
@@ -586,8 +628,9 @@ def halfwidth_pct(values, quantiles):
 class Benchmark:
     """The runs of one call: their records, and whether one of them ended the benchmark."""
 
-    def __init__(self, module, guard, adapter, env):
+    def __init__(self, module, guard, adapter, env, sampler=None):
         self.module, self.guard, self.adapter, self.env = module, guard, adapter, env
+        self.sampler = sampler
         self.p = module.params
         self.levels, self.client = [], []
         self.died = self.timed_out = False
@@ -626,7 +669,7 @@ class Benchmark:
     def run(self, concurrency, trial):
         level, self.died, self.timed_out, argv = measure_level(self.module, self.guard, self.adapter,
                                                                concurrency, trial, self.env,
-                                                               self.warmups(concurrency, trial))
+                                                               self.warmups(concurrency, trial), self.sampler)
         self.client = self.client or redact_argv(argv, [self.p["api_key"]] if self.p["api_key"] else [])
         self.levels.append(level)
         if level["status"] == "ok":
@@ -708,17 +751,22 @@ def main():
     guard = ClientGuard()
     guard.client = KeptClient(p, env_facts)
     renew(p)
-    bench = Benchmark(module, guard, adapter, env)
-    if p["runs"]:
-        bench.measure_runs([(int(c), int(t)) for c, t in p["runs"]])
-        precision = None
-    else:
-        precision = [bench.measure_sequential(concurrency) for concurrency in p["concurrency"]]
+    sampler = PowerSampler(p["nvidia_smi"], p["power_interval_ms"])
+    sampler.start()
+    try:
+        bench = Benchmark(module, guard, adapter, env, sampler)
+        if p["runs"]:
+            bench.measure_runs([(int(c), int(t)) for c, t in p["runs"]])
+            precision = None
+        else:
+            precision = [bench.measure_sequential(concurrency) for concurrency in p["concurrency"]]
+    finally:
+        sampler.stop()
     if not p["keep_client"]:
         guard.client.release()
     renew(p)
     result = dict(changed=True, levels=bench.levels, server_died=bench.died, timed_out=bench.timed_out,
-                  client=bench.client)
+                  client=bench.client, power=sampler.description())
     if precision is not None:
         result["precision"] = precision
     module.exit_json(**result)

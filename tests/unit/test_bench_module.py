@@ -38,6 +38,27 @@ def test_each_level_is_run_and_normalized(scripted_python, tmp_path):
     assert "--max-concurrency" in result["client"] and result["server_died"] is False
 
 
+def test_each_run_records_the_board_power_of_its_measured_window_and_tokens_per_joule(
+        scripted_python, fake_nvidia_smi, tmp_path):
+    python = scripted_python({"lines": [[0.6, "bench"]], "client_result": RESULT, "exit_code": 0})
+    result = bench(python, tmp_path, concurrency=[4], nvidia_smi=fake_nvidia_smi, power_interval_ms=20)
+    level = result["levels"][0]
+    assert level["status"] == "ok" and level["power"]["status"] == "ok", level
+    assert level["power"]["gpu_mean_w"] == {"0": 300.0, "1": 100.0} and level["power"]["field"] == "power.draw.instant"
+    assert level["metrics"]["board_power_w"] == 400.0
+    recorded = json.load(open(RESULT))
+    assert level["metrics"]["output_tokens_per_joule"] == round(recorded["output_throughput"] / 400.0, 4)
+    assert result["power"]["sampled"] is True and result["power"]["gpus"] == [0, 1]
+
+
+def test_a_host_without_nvidia_smi_is_benchmarked_without_power_and_says_why(scripted_python, tmp_path):
+    python = scripted_python({"lines": [[0.1, "bench"]], "client_result": RESULT, "exit_code": 0})
+    result = bench(python, tmp_path, concurrency=[4], nvidia_smi=str(tmp_path / "no-nvidia-smi"))
+    level = result["levels"][0]
+    assert level["status"] == "ok" and "power" not in level and "board_power_w" not in level["metrics"]
+    assert result["power"]["sampled"] is False and "no-nvidia-smi" in result["power"]["reason"]
+
+
 def test_zero_completed_requests_is_a_failure_with_a_reason(scripted_python, tmp_path):
     empty = tmp_path / "empty.json"
     data = json.load(open(RESULT))
