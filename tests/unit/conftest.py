@@ -65,32 +65,12 @@ def server_args(tmp_path, port, vllm_spec):
     return make
 
 
-FAKE_NVIDIA_SMI = r'''#!%(python)s
-import os, sys, time
-query = next(a for a in sys.argv if a.startswith("--query-gpu="))
-if os.environ.get("FAKE_NO_INSTANT") and "power.draw.instant" in query:
-    print('Field "power.draw.instant" is not a valid field to query.')
-    sys.exit(2)
-watts = [float(w) for w in os.environ.get("FAKE_WATTS", "300,100").split(",")]
-def sample():
-    for index, w in enumerate(watts):
-        sys.stdout.write("%%d, %%.2f\n" %% (index, w))
-    sys.stdout.flush()
-if "-lms" in sys.argv:
-    interval = int(sys.argv[sys.argv.index("-lms") + 1]) / 1000.0
-    while True:
-        sample()
-        time.sleep(interval)
-sample()
-'''
-
-
 @pytest.fixture
 def fake_nvidia_smi(tmp_path):
-    """A stand-in nvidia-smi answering power queries in the real format (csv,noheader,nounits, one
-    line per GPU, as seen on an H200 with driver 580: '0, 712.34'); FAKE_WATTS sets the GPUs' watts,
-    FAKE_NO_INSTANT makes it refuse power.draw.instant as older drivers do."""
+    """An executable nvidia-smi stand-in (tests/fake_nvidia_smi.py) that answers power queries in the
+    real format; FLEETOPT_FAKE_WATTS sets the GPUs' watts, FLEETOPT_FAKE_NO_INSTANT refuses
+    power.draw.instant."""
     path = tmp_path / "nvidia-smi"
-    path.write_text(FAKE_NVIDIA_SMI % {"python": sys.executable})
+    path.write_text("#!/bin/sh\nexec %s %s \"$@\"\n" % (sys.executable, ROOT / "tests" / "fake_nvidia_smi.py"))
     path.chmod(path.stat().st_mode | stat.S_IEXEC)
     return str(path)

@@ -1,6 +1,6 @@
 """fleetopt_power: board power sampled with nvidia-smi during a benchmark, on a stand-in nvidia-smi
-(conftest's fake_nvidia_smi) that answers in the real format, and a driver that refuses
-power.draw.instant. tests/benchmarks/gpu_power_check.py runs the sampler on a real GPU."""
+(tests/fake_nvidia_smi.py) that answers in the real format, and a driver that refuses
+power.draw.instant. tests/device/gpu_power_check.py runs the sampler on a real GPU."""
 import time
 
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_power import (
@@ -43,7 +43,7 @@ def test_the_sampler_reads_every_gpu_until_stopped(fake_nvidia_smi):
 
 
 def test_a_driver_without_instant_readings_is_sampled_with_power_draw(fake_nvidia_smi, monkeypatch):
-    monkeypatch.setenv("FAKE_NO_INSTANT", "1")
+    monkeypatch.setenv("FLEETOPT_FAKE_NO_INSTANT", "1")
     assert power_field(fake_nvidia_smi) == ("power.draw", None)
 
 

@@ -7,7 +7,7 @@ Prints each window's mean board power, its sample count, and the load's power ov
 power measured in the same run; then a window that straddles the load's start, to show the
 sampler follows the change within a sample or two.
 
-    python3 tests/benchmarks/gpu_power_check.py [--seconds 6] [--interval-ms 200]
+    python3 tests/device/gpu_power_check.py [--seconds 6] [--interval-ms 200]
 
 Needs nvidia-smi and PyTorch with a GPU (run on the device machine; not part of CI). Exits 1 if
 the load does not read at least 1.5x the idle power, or a window has too few samples.
