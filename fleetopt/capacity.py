@@ -20,25 +20,17 @@ from scipy import stats
 
 from fleetopt.stats import DEFAULT_CONFIDENCE
 
-LABELS = {"p99_ttft_ms": "p99 TTFT", "p99_tpot_ms": "p99 TPOT", "p99_itl_ms": "p99 ITL"}
+# The collection's module_utils are importable once fleetopt.paths ran.
+import fleetopt.paths  # noqa: F401  pylint: disable=unused-import
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_slo import SLO_LABELS, slo_violations
+
+LABELS = dict(SLO_LABELS)
+# The rule the benchmark's capacity search judged the levels by, so the report reads capacity the same way.
+level_violations = slo_violations
 
 
 def _finite(values):
     return [float(v) for v in values if v is not None and math.isfinite(float(v))]
-
-
-def level_violations(metrics, slo):
-    """Each SLO that `metrics` breaks, as text, in LABELS order (an SLO whose metric is missing counts)."""
-    broken = []
-    for key in LABELS:
-        if (slo or {}).get(key) is None:
-            continue
-        value = (metrics or {}).get(key)
-        if value is None:
-            broken.append("%s not recorded" % LABELS[key])
-        elif float(value) > float(slo[key]):
-            broken.append("%s %.1f ms > %g ms" % (LABELS[key], float(value), float(slo[key])))
-    return broken
 
 
 def _run_holds(run, slo):
@@ -87,7 +79,8 @@ def _per_trial(by_level, slo):
 def capacity(levels, slo, confidence=DEFAULT_CONFIDENCE):
     """Capacity of one variant on one host from its runs ([{concurrency, trial, launch, status, metrics}])."""
     result = {"slo": dict(slo or {}), "capacity": None, "at_least": False, "low": None, "high": None,
-              "high_at_least": False, "per_trial": [], "trials_excluded": 0, "levels": [], "reason": None}
+              "high_at_least": False, "per_trial": [], "trials_excluded": 0, "levels": [], "reason": None,
+              "searched": sorted({r["concurrency"] for r in levels or [] if r.get("searched")})}
     if not slo:
         result["reason"] = "no SLO was set (campaign_slo)"
         return result
@@ -123,4 +116,6 @@ def capacity(levels, slo, confidence=DEFAULT_CONFIDENCE):
     if again:
         result["reason"] += "; every SLO holds again at %s, above a level that broke them: not counted" % ", ".join(
             "c=%s" % c for c in again)
+    if result["searched"]:
+        result["reason"] += "; measured by the capacity search: %s" % ", ".join("c=%s" % c for c in result["searched"])
     return result

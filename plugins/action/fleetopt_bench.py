@@ -27,6 +27,11 @@ campaign.
 
 The first run whose server died or that timed out ends the benchmark; the module skips the rest of
 its level, and the levels left are reported as skipped here, as the module itself would.
+
+Capacity search: with SLOs and `capacity_search_levels`, after the planned levels it measures up to
+that many more (fleetopt_slo: while every level holds, double the top one up to
+`capacity_max_concurrency`; else bisect the gap below the first level that fails), each marked
+`searched`, and returns what it did as `capacity_search`.
 """
 from __future__ import absolute_import, division, print_function
 
@@ -36,6 +41,7 @@ import time
 
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_slo import level_holds, next_search_level
 
 display = Display()
 
@@ -60,47 +66,91 @@ class ActionModule(ActionBase):
         self._host = task_vars.get("inventory_hostname", "?") if task_vars else "?"
         self._args = args
         self._task_vars = task_vars
-        trials = int(args.get("trials") or 1)
-        max_trials = max(int(args.get("max_trials") or 0), trials)
-        quantiles = t_quantiles(max_trials)
-        levels, client, precision, power = [], [], [], None
+        self._trials = int(args.get("trials") or 1)
+        self._max_trials = max(int(args.get("max_trials") or 0), self._trials)
+        self._quantiles = t_quantiles(self._max_trials)
+        self._levels, self._precision, self._client, self._power = [], [], [], None
         self._wall = 0.0
         self._ended = None  # (server_died, timed_out) once a run ended the benchmark
-        started = time.time()
-        served = 0
+        self._started = time.time()
+        self._served = 0
         concurrencies = [int(c) for c in args.get("concurrency") or []]
         for position, concurrency in enumerate(concurrencies):
-            before = time.time() - started
-            step = self._level(concurrency, quantiles, served)
-            if step.get("failed") or step.get("unreachable"):
-                step["levels"] = levels + step.get("levels", [])
-                result.update(step)
+            failed = self._measure(concurrency)
+            if failed:
+                result.update(failed)
                 return result
-            client = client or step.get("client") or []
-            power = power or step.get("power")
-            precision.extend(step.get("precision") or [])
-            ran = [lv for lv in step.get("levels") or [] if lv.get("status") != "skipped"]
-            done = 0.0
-            for level in step.get("levels") or []:
-                levels.append(level)
-                if level.get("status") == "ok":
-                    served = max(served, int(level["concurrency"]))
-            for number, level in enumerate(ran, 1):
-                # A run's own duration places its line in time; the level's last ends with the call.
-                done += level.get("duration_s") or 0.0
-                trial = int(level.get("trial") or 0)
-                display.display("  [%s] %s: c=%d trial %d/%d: %s (%.1f s elapsed)" % (
-                    self._host, args.get("name"), concurrency, trial, trials if trial <= trials else max_trials,
-                    self._outcome(level), time.time() - started if number == len(ran) else before + done))
             if self._ended:
-                levels.extend(self._skipped(concurrencies[position + 1:], trials))
+                self._levels.extend(self._skipped(concurrencies[position + 1:], self._trials))
                 break
+        search, failed = self._search_capacity()
+        if failed:
+            result.update(failed)
+            return result
         died, timed_out = self._ended or (False, False)
-        measured = sum((lv.get("metrics") or {}).get("duration_s") or 0.0 for lv in levels if lv.get("status") == "ok")
+        measured = sum((lv.get("metrics") or {}).get("duration_s") or 0.0 for lv in self._levels if lv.get("status") == "ok")
         self._release_client()
-        result.update(changed=True, levels=levels, server_died=died, timed_out=timed_out, client=client,
-                      precision=precision, power=power, client_wall_s=round(self._wall, 3), measured_s=round(measured, 3))
+        result.update(changed=True, levels=self._levels, server_died=died, timed_out=timed_out, client=self._client,
+                      precision=self._precision, power=self._power, capacity_search=search,
+                      client_wall_s=round(self._wall, 3), measured_s=round(measured, 3))
         return result
+
+    def _measure(self, concurrency, searched=False):
+        """One level, its runs shown as they were made; the failed module result, if it failed."""
+        before = time.time() - self._started
+        step = self._level(concurrency, self._quantiles, self._served)
+        if step.get("failed") or step.get("unreachable"):
+            step["levels"] = self._levels + step.get("levels", [])
+            return step
+        self._client = self._client or step.get("client") or []
+        self._power = self._power or step.get("power")
+        self._precision.extend(step.get("precision") or [])
+        ran = [lv for lv in step.get("levels") or [] if lv.get("status") != "skipped"]
+        done = 0.0
+        for level in step.get("levels") or []:
+            if searched:
+                level["searched"] = True
+            self._levels.append(level)
+            if level.get("status") == "ok":
+                self._served = max(self._served, int(level["concurrency"]))
+        for number, level in enumerate(ran, 1):
+            # A run's own duration places its line in time; the level's last ends with the call.
+            done += level.get("duration_s") or 0.0
+            trial = int(level.get("trial") or 0)
+            display.display("  [%s] %s: c=%d%s trial %d/%d: %s (%.1f s elapsed)" % (
+                self._host, self._args.get("name"), concurrency, " (capacity search)" if searched else "", trial,
+                self._trials if trial <= self._trials else self._max_trials, self._outcome(level),
+                time.time() - self._started if number == len(ran) else before + done))
+        return None
+
+    def _search_capacity(self):
+        """Levels measured after the planned ones to find the capacity under the SLOs (step up, then
+        bisect), at most `capacity_search_levels` of them; the search's record, and a failed module result."""
+        budget = int(self._args.get("capacity_search_levels") or 0)
+        slo = dict((k, v) for k, v in (self._args.get("slo") or {}).items() if v is not None)
+        if budget <= 0 or not slo:
+            return None, None
+        ceiling = int(self._args.get("capacity_max_concurrency") or 256)
+        searched, stopped_by = [], "budget"
+        while True:
+            if self._ended:
+                stopped_by = "ended"
+                break
+            by_level = {}
+            for level in self._levels:
+                by_level.setdefault(int(level["concurrency"]), []).append(level)
+            ladder = [(c, level_holds(runs, slo)) for c, runs in by_level.items()]
+            concurrency = next_search_level(ladder, ceiling)
+            if concurrency is None:
+                stopped_by = "ceiling" if all(holds for _, holds in ladder) else "found"
+                break
+            if len(searched) >= budget:
+                break
+            searched.append(concurrency)
+            failed = self._measure(concurrency, searched=True)
+            if failed:
+                return None, failed
+        return {"levels": searched, "budget": budget, "ceiling": ceiling, "stopped_by": stopped_by}, None
 
     def _level(self, concurrency, quantiles, served):
         """One module call for one level: its planned trials, the sequential rule and its quantiles."""

@@ -230,6 +230,19 @@ options:
     description: Milliseconds between two power samples.
     type: int
     default: 200
+  capacity_search_levels:
+    description:
+      - With O(slo), the action plugin measures up to this many levels after the planned ones to find the
+        capacity under the SLOs, the highest concurrency at which a level holds every SLO (every run succeeded,
+        the mean of each p99 figure within its limit). While every level holds it doubles the top one, up to
+        O(capacity_max_concurrency); once one fails, it bisects the gap below it. Searched runs are marked
+        C(searched); RV(capacity_search) says what the search did. C(0) measures the planned levels only.
+    type: int
+    default: 0
+  capacity_max_concurrency:
+    description: The highest concurrency the capacity search steps up to.
+    type: int
+    default: 256
 attributes:
   check_mode:
     support: full
@@ -297,6 +310,13 @@ power:
   returned: when the host was benchmarked
   type: dict
   sample: {"sampled": true, "tool": "nvidia-smi", "field": "power.draw.instant", "interval_ms": 200, "gpus": [0]}
+capacity_search:
+  description:
+    - The levels the capacity search measured, in order, its budget and ceiling, and what stopped it (C(found)
+      the capacity, C(budget), C(ceiling), or C(ended) with the benchmark). Null without a search.
+  returned: when the action plugin ran the benchmark
+  type: dict
+  sample: {"levels": [32, 24], "budget": 3, "ceiling": 256, "stopped_by": "budget"}
 client_wall_s:
   description: Wall time of the benchmark's module calls, client start-up and warm-ups included (action plugin).
   returned: when the action plugin ran the benchmark
@@ -375,6 +395,8 @@ def module_args():
         api_key=dict(type="str", no_log=True),
         nvidia_smi=dict(type="str", default="nvidia-smi"),
         power_interval_ms=dict(type="int", default=200),
+        capacity_search_levels=dict(type="int", default=0),
+        capacity_max_concurrency=dict(type="int", default=256),
     )
 
 

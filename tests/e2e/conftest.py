@@ -66,10 +66,11 @@ def run_fleetopt(*args, env=None, timeout=1800):
     return proc.returncode, proc.stdout.decode("utf-8", "replace")
 
 
-# A test that is not about the measurement design runs each variant once, without A/A and
-# without sequential trials: the design's extra start-ups and runs would only cost CI time.
+# A test that is not about the measurement design runs each variant once, without A/A, without
+# sequential trials and without a capacity search: the design's extra start-ups and runs would only
+# cost CI time.
 SINGLE_LAUNCH = {"aa": False, "campaign_launches": 1, "campaign_bench_max_trials": 0,
-                 "campaign_bench_target_halfwidth_pct": 0}
+                 "campaign_bench_target_halfwidth_pct": 0, "campaign_capacity_search_levels": 0}
 # A test that is not about the measurement sends few prompts per level: enough for every metric the
 # client reports, not the embedded default's 32 or more per level at every level of every cell.
 FEW_PROMPTS = {"campaign_bench_min_prompts": 8, "campaign_bench_prompts_per_concurrency": 4}

@@ -13,7 +13,9 @@ from helpers import free_port
 def campaign(tmp_path_factory, local_engine):
     base = tmp_path_factory.mktemp("campaign")
     port = free_port()
-    args = ["run", "--tier", "1"] + isolated(base, port, "e2e-tier1", concurrency=(1, 4))
+    # The main job's capacity search (one level past the planned ones) and a price per host-hour.
+    args = ["run", "--tier", "1"] + isolated(base, port, "e2e-tier1", concurrency=(1, 4)) + [
+        "-e", json.dumps({"campaign_capacity_search_levels": 1, "campaign_cost_per_host_hour": 3.6})]
     rc, output = run_fleetopt(*args)
     return {"rc": rc, "output": output, "dir": base / "results" / "e2e-tier1", "base": base, "port": port, "args": args}
 
@@ -48,7 +50,8 @@ def test_summary_holds_baseline_and_three_measured_variants(campaign):
 
 def test_report_and_latest_link(campaign):
     markdown = (campaign["dir"] / "report.md").read_text()
-    for section in ("## Verdicts", "## Matrix", "## Not measured", "## Start-up", "| torch_compile", "tensor_parallel_2"):
+    for section in ("## Verdicts", "## Matrix", "## Not measured", "## Start-up", "| torch_compile", "tensor_parallel_2",
+                    "## Cost and energy", "localhost: not sampled (no power reading from nvidia-smi"):
         assert section in markdown
     assert (campaign["dir"] / "summary.csv").read_text().startswith("variant,host,concurrency")
     assert (campaign["base"] / "results" / "latest").resolve() == campaign["dir"].resolve()
@@ -66,6 +69,33 @@ def test_every_cell_records_what_produced_it(campaign):
     assert 0 <= cell["startup"]["ready_noticed_after_s"] < 0.5
     assert os.path.exists(cell["startup"]["log_path"])
     assert len(cell["cell_key"]) == 64
+
+
+def test_each_launch_searches_one_level_past_the_planned_ones_for_its_capacity(campaign):
+    from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_slo import level_holds, next_search_level
+    summary = json.loads((campaign["dir"] / "summary.json").read_text())
+    capacities = {v["variant"]: v for v in summary["variants"]}
+    measured = [v for v, row in capacities.items() if row["status"] == "ok"]
+    assert len(measured) >= 4, capacities
+    for variant in measured:
+        cell = json.loads((campaign["dir"] / "cells" / "localhost" / ("%s.json" % variant)).read_text())
+        search, slo = cell["benchmark"]["capacity_search"], cell["benchmark"]["slo"]
+        assert slo and search["budget"] == 1, cell["benchmark"]
+        planned = {}
+        for level in cell["levels"]:
+            if not level.get("searched"):
+                planned.setdefault(level["concurrency"], []).append(level)
+        assert sorted(planned) == [1, 4]
+        expected = next_search_level([(c, level_holds(runs, slo)) for c, runs in planned.items()], 256)
+        assert search["levels"] == ([] if expected is None else [expected]), (variant, search, cell["levels"])
+        if expected is not None:
+            assert {lv["concurrency"] for lv in cell["levels"] if lv.get("searched")} == {expected}
+            assert expected in [lv["concurrency"] for lv in capacities[variant]["capacity"]["levels"]]
+        cost = capacities[variant]["cost"]
+        assert cost["price_per_host_hour"] == 3.6 and cost["basis"], cost
+        if cost["concurrency"] is not None:  # 3.6 per hour is 1 per 3.6 million tokens: 1e6 / (tok/s x 3600) x 3.6
+            row = next(r for r in summary["cells"] if (r["variant"], r["concurrency"]) == (variant, cost["concurrency"]))
+            assert abs(cost["per_million_output_tokens"] - 1e6 / row["metrics"]["output_throughput"] / 1000.0) < 1e-6
 
 
 def test_no_server_is_left_behind(campaign):

@@ -14,7 +14,9 @@ from e2e.conftest import isolated, run_fleetopt
 from helpers import ROOT, bench_clients_under, free_port
 
 PLANTED = yaml.safe_load((ROOT / "tests" / "fixtures" / "planted_effects.yml").read_text())
-DESIGN = {"campaign_launches": 2, "campaign_bench_max_trials": 3, "campaign_bench_target_halfwidth_pct": 3.0}
+# The embedded default's design, without its capacity search: the verdicts are taken at the planted level.
+DESIGN = {"campaign_launches": 2, "campaign_bench_max_trials": 3, "campaign_bench_target_halfwidth_pct": 3.0,
+          "campaign_capacity_search_levels": 0}
 
 
 @pytest.fixture(scope="module")

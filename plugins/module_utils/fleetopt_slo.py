@@ -1,0 +1,71 @@
+# -*- coding: utf-8 -*-
+# Copyright: fleetopt contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Whether a concurrency level holds the SLOs, and which level a capacity search measures next.
+
+One rule, used by the benchmark's action plugin while it searches and by the report
+(fleetopt.capacity) when it reads capacity: a level holds when every one of its runs succeeded
+and the mean over its runs of each p99 figure is within its limit (campaign_slo, milliseconds).
+Capacity is the last level before the first one that does not hold.
+
+The search (step up, then bisect) starts from the levels measured: while every level holds, it
+doubles the top one (up to a ceiling); once one fails, it measures the middle of the gap between
+the last level that held below it and that level, until the two are neighbours. Standard library
+only: the action plugin runs it on the controller, and the collection may be used without
+fleetopt's own package.
+"""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+SLO_LABELS = (("p99_ttft_ms", "p99 TTFT"), ("p99_tpot_ms", "p99 TPOT"), ("p99_itl_ms", "p99 ITL"))
+
+
+def slo_violations(metrics, slo):
+    """Each SLO that `metrics` breaks, as text, in SLO_LABELS order (an SLO whose metric is missing counts)."""
+    broken = []
+    for key, label in SLO_LABELS:
+        if (slo or {}).get(key) is None:
+            continue
+        value = (metrics or {}).get(key)
+        if value is None:
+            broken.append("%s not recorded" % label)
+        elif float(value) > float(slo[key]):
+            broken.append("%s %.1f ms > %g ms" % (label, float(value), float(slo[key])))
+    return broken
+
+
+def level_holds(runs, slo):
+    """Whether the runs of one level ([{status, metrics}]) hold every SLO on the mean of their p99 figures."""
+    runs = [r for r in runs if r.get("status") != "skipped"]
+    if not runs or any(r.get("status") != "ok" or not r.get("metrics") for r in runs):
+        return False
+    measured = [r["metrics"] for r in runs]
+    means = {}
+    for key, _label in SLO_LABELS:
+        values = [float(m[key]) for m in measured if m.get(key) is not None]
+        means[key] = sum(values) / len(values) if len(values) == len(measured) else None
+    return not slo_violations(means, slo)
+
+
+def next_search_level(holds_by_level, ceiling):
+    """The next concurrency a capacity search measures, or None when capacity is found.
+
+    `holds_by_level` is [(concurrency, holds)]. With every level holding, twice the top one (at most
+    `ceiling`; None at the ceiling); else the middle of the gap between the last level that held
+    below the first failing one (0 when none held) and that failing level, None when no level lies
+    between them.
+    """
+    ladder = sorted(holds_by_level)
+    if not ladder:
+        return None
+    failing = [c for c, holds in ladder if not holds]
+    if not failing:
+        top = ladder[-1][0]
+        return min(top * 2, ceiling) if top < ceiling else None
+    first_failing = failing[0]
+    held_below = [c for c, holds in ladder if holds and c < first_failing]
+    low = held_below[-1] if held_below else 0
+    if first_failing - low <= 1:
+        return None
+    return (low + first_failing) // 2
