@@ -20,9 +20,14 @@ setsid python tests/fixtures/sglang/client/provision.py 0.5.9 0.5.23 > artifacts
 sglang_client_build=$!
 
 # ansible-test and molecule share nothing with the local engine's set-up, lint or each other, and
-# mostly wait on pip, apt or podman: they run beside those steps. pytest starts once they have
-# ended: its tests time crash detection, leases and idle exits, which a loaded machine slows, and
-# ansible-test's own pytest would rotate away the basetemp folders of a pytest beside it.
+# mostly wait on pip, apt or podman: they run beside those steps, and so do the unit and
+# integration tests that time nothing. The end-to-end tests, the browser tests and those marked
+# `timing` (crash detection, leases, idle exits, which a loaded machine slows) start once all of
+# that has ended. Each pytest keeps its temporary folders in a folder of its own under this
+# checkout's: pytest keeps a user's three latest runs and deletes older ones, also those of another
+# run still going (ansible-test runs a pytest of its own).
+temproot="${TMPDIR:-/tmp}/fleetopt-pytest-$(printf %s "$PWD" | md5sum | cut -c1-8)"
+mkdir -p "$temproot/beside" "$temproot/quiet"
 beside=()
 run_beside() {  # name, log, command...
   local name=$1 log=$2
@@ -33,6 +38,14 @@ run_beside() {  # name, log, command...
 run_beside "ansible-test sanity and units (the collection, from its tarball)" artifacts/ansible-test.log scripts/ansible_test.sh
 if [ -x tests/molecule/run_all.sh ] && [ "${FLEETOPT_SKIP_MOLECULE:-0}" != 1 ]; then
   run_beside "molecule" artifacts/molecule.log tests/molecule/run_all.sh
+fi
+# Arguments choose the tests themselves (e.g. -m "not e2e"): then they all run in the last phase.
+quiet_only=()
+if [ $# -eq 0 ]; then
+  run_beside "unit and integration tests that time nothing" artifacts/pytest-beside.log \
+    env PYTEST_DEBUG_TEMPROOT="$temproot/beside" python -m pytest -p no:cacheprovider --durations=10 \
+    -m "not e2e and not browser and not timing"
+  quiet_only=(-m "e2e or browser or timing")
 fi
 
 phase "provisioning the local engine the end-to-end tests use (ansible-test and molecule beside it)"
@@ -53,13 +66,9 @@ for job in "${beside[@]}"; do
   [ "$code" -eq 0 ] || status=1
 done
 
-phase "pytest"
-# The slowest tests are listed at the end, so a CI log shows where its time went. Its temporary
-# folders are this checkout's own: pytest keeps a user's three latest runs and deletes older ones,
-# also those of another run still going.
-temproot="${TMPDIR:-/tmp}/fleetopt-pytest-$(printf %s "$PWD" | md5sum | cut -c1-8)"
-mkdir -p "$temproot"
-PYTEST_DEBUG_TEMPROOT="$temproot" python -m pytest --durations=25 "$@" || status=1
+phase "pytest${quiet_only:+: end-to-end, browser and timing tests}"
+# The slowest tests are listed at the end, so a CI log shows where its time went.
+PYTEST_DEBUG_TEMPROOT="$temproot/quiet" python -m pytest --durations=25 "${quiet_only[@]}" "$@" || status=1
 # A build no test waited for (a run of some tests only) is not left behind; the next run redoes it.
 kill -- -"$sglang_client_build" 2>/dev/null
 phase "done, status $status"

@@ -2,8 +2,13 @@ import json
 import os
 import time
 
+import pytest
+
 from module_runner import run_module
 from helpers import ForeignListener, pid_gone
+
+# Timed: crash detection within a second, readiness noticed within half a second. scripts/test.sh runs these once the machine is quiet.
+pytestmark = pytest.mark.timing
 
 READY = [[0.1, "(EngineCore pid=1) INFO Initializing a V1 LLM engine (v0.32.0) with config"],
          [0.2, "(Worker pid=2) INFO Starting to load model /m..."],
