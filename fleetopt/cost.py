@@ -51,8 +51,8 @@ def variant_cost(variant, rows, price, slo):
               "low": None, "high": None, "output_tokens_per_joule": None}
     if concurrency is None:
         return record
-    row = next((r for r in rows if (r["host"], r["variant"], r["concurrency"]) == (variant["host"], variant["variant"],
-                                                                                    concurrency) and r["status"] == "ok"), None)
+    wanted = (variant["host"], variant["variant"], concurrency)
+    row = next((r for r in rows if (r["host"], r["variant"], r["concurrency"]) == wanted and r["status"] == "ok"), None)
     if row is None:
         record["basis"] = "c=%s was not measured" % concurrency
         return record
@@ -85,8 +85,8 @@ def power_text(cells):
     parts = []
     for host, power in sorted(seen.items()):
         if power.get("sampled"):
-            parts.append("%s: %s every %s ms on GPU(s) %s" % (host, power.get("field"), power.get("interval_ms"),
-                                                            ", ".join(str(g) for g in power.get("gpus") or []) or "none"))
+            gpus = ", ".join(str(g) for g in power.get("gpus") or []) or "none"
+            parts.append("%s: %s every %s ms on GPU(s) %s" % (host, power.get("field"), power.get("interval_ms"), gpus))
         else:
             parts.append("%s: not sampled (%s)" % (host, power.get("reason")))
     return ("Board power, the mean over each run's measured window (warm-ups excluded), summed over the host's "

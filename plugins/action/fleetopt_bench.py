@@ -142,7 +142,7 @@ class ActionModule(ActionBase):
             ladder = [(c, level_holds(runs, slo)) for c, runs in by_level.items()]
             concurrency = next_search_level(ladder, ceiling)
             if concurrency is None:
-                stopped_by = "ceiling" if all(holds for _, holds in ladder) else "found"
+                stopped_by = "ceiling" if all(holds for level, holds in ladder) else "found"
                 break
             if len(searched) >= budget:
                 break

@@ -120,7 +120,7 @@ class PowerSampler:
         if self.field is None:
             return {"sampled": False, "reason": "no power reading from %s: %s" % (self.nvidia_smi, self.why_not)}
         return {"sampled": True, "tool": self.nvidia_smi, "field": self.field, "interval_ms": self.interval_ms,
-                "gpus": sorted(set(gpu for _, gpu, _ in self.samples))}
+                "gpus": sorted(set(sample[1] for sample in self.samples))}
 
     def stop(self):
         if self.proc is None:
