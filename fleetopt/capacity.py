@@ -104,8 +104,9 @@ def capacity(levels, slo, confidence=DEFAULT_CONFIDENCE):
             result["high"], result["high_at_least"] = top["capacity"], top["at_least"]
     by_c = {lv["concurrency"]: lv for lv in described}
     if at_least:
-        result["reason"] = ("every SLO holds at every level measured; capacity is at least c=%s, the top level "
-                            "(measure higher levels to find it)" % value)
+        result["reason"] = ("every SLO holds at every level measured; capacity is at least c=%s, the top level (%s)"
+                            % (value, "the capacity search stopped there: more campaign_capacity_search_levels look higher"
+                               if result["searched"] else "measure higher levels to find it"))
     elif value is None:
         result["reason"] = "the SLOs fail already at the lowest level measured, c=%s (%s)" % (
             broken_at, "; ".join(by_c[broken_at]["violations"]))

@@ -76,3 +76,14 @@ def test_a_level_that_holds_above_a_broken_one_is_noted_not_counted():
     found = capacity([run(1, 100), run(4, 1200), run(16, 900)], SLO)
     assert found["capacity"] == 1
     assert "holds again at c=16" in found["reason"]
+
+
+def test_levels_the_capacity_search_measured_are_named_and_its_stop_is_explained():
+    searched = dict(run(32, 400), searched=True)
+    found = capacity([run(1, 100), run(16, 300), searched], SLO)
+    assert found["capacity"] == 32 and found["at_least"] and found["searched"] == [32]
+    assert "the capacity search stopped there" in found["reason"]
+    assert found["reason"].endswith("measured by the capacity search: c=32")
+    broken = capacity([run(1, 100), run(16, 3000), dict(run(8, 300), searched=True)], SLO)
+    assert broken["capacity"] == 8 and "hold up to c=8 and fail at c=16" in broken["reason"]
+    assert broken["searched"] == [8]
