@@ -15,7 +15,24 @@ crashed (crashed, blocked, timeout, error), not_significant (neutral: equivalent
 baseline), inconclusive, not_applicable, not_measured (skipped).
 
 The stack is a proposal: with two or more candidates it has not been measured as one launch,
-and its status says so. Its inventory variables are the baseline's flags and environment with
+and its status says so. The proposal names the variant that measures it (`stacked_variant`: the
+baseline with every candidate's changes, a catalog entry whose `stacked.composes` lists them),
+which `-e recommend=true` measures as one more cell of the campaign. Once that cell is in, the
+stack is compared with the baseline (its gain with the interval) and, level by level on the same
+host, with the best single candidate (the one of largest measured effect):
+
+- improved against the baseline and against the best single candidate: `measured as a stack`;
+- improved against the baseline but not shown better than the best single candidate, or
+  regressed, neutral or crashed against the baseline: the best single candidate is recommended
+  (it was measured alone), the status says why, and the other candidates are left out as
+  `stack_not_better`;
+- inconclusive against the baseline: the status is `inconclusive`, and what is recommended is
+  again the best single candidate, measured alone.
+
+A campaign that measured a stack but no single candidate (`-e recommended=<file>`) verifies an
+earlier recommendation: improved is `measured as a stack`; inconclusive is `inconclusive`; neutral,
+regressed or crashed is `not confirmed`, and the baseline stays. `verify_variant` is what such a
+campaign measures: the recommended configuration's changes against the baseline. Its inventory variables are the baseline's flags and environment with
 each candidate's changes applied (a removed flag stays as null, so the catalog's baseline cannot
 put it back); its launch command is the baseline's with those flags, through the engine's adapter.
 Each candidate keeps its measured gain with its interval and its capacity under the SLOs.
@@ -26,18 +43,29 @@ import yaml
 
 from fleetopt.files import write_atomically
 from fleetopt.launches import launch_details, merge_launches
-from fleetopt.summary import AA_VARIANT, BASELINE
+from fleetopt import stats
+from fleetopt.summary import AA_VARIANT, BASELINE, COMPARED_METRICS
+from fleetopt.verdicts import apply_aa_gate, overall_verdict
 
 import fleetopt.paths  # noqa: F401  (makes the collection's module_utils importable)
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engine import REDACTED, merge_flags, render_flags
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engines import get_adapter
 
 STATUS_PROPOSED = "proposed, not yet measured as a stack"
+STATUS_STACKED = "measured as a stack"
 STATUS_SINGLE = "measured: a single optimization, nothing to stack"
 STATUS_NONE = "nothing to recommend: no optimization improved; keep the baseline"
 FAILED = ("crashed", "blocked", "timeout", "error")
 # Left-out reasons, worst first: the reason of an optimization measured on several hosts is its worst one.
-WHY_ORDER = ("crashed", "regressed", "inconclusive", "not_significant", "not_applicable", "not_measured")
+WHY_ORDER = ("crashed", "regressed", "inconclusive", "not_significant", "not_applicable", "not_measured",
+             "stack_not_better")
+STACK_VARIANT = "stack"
+
+
+def is_stacked(entry):
+    """A variant that measures a stack of optimizations (its cell records `stacked`), not a single one."""
+    name = entry.get("variant") or entry.get("id") or ""
+    return bool(entry.get("stacked")) or name == STACK_VARIANT or name.startswith(STACK_VARIANT + "_")
 
 
 def _why(verdict):
@@ -118,6 +146,10 @@ def _clash(candidate, other):
     return None
 
 
+def _shown_pct(value):
+    return "n/a" if value is None else "%+.1f" % value
+
+
 def _shown(value):
     return "removed" if value is None else repr(value)
 
@@ -143,14 +175,108 @@ def _launch(baseline_cell, flags, engine, engine_version):
     return prefix + render_flags(adapter.normalize_flags(merge_flags(flags))), None
 
 
+def _stack_verdict(found):
+    """One verdict of a stack measured on one or more hosts: improved only when improved on every one."""
+    seen = [v["verdict"] for v in found]
+    if all(v == "improved" for v in seen):
+        return "improved"
+    if any(v in FAILED for v in seen):
+        return "crashed"
+    if any(v == "skipped" for v in seen):
+        return "not_measured"
+    if any(v in ("regressed", "mixed") for v in seen):
+        return "regressed"
+    if all(v == "neutral" for v in seen):
+        return "neutral"
+    return "inconclusive"
+
+
+def _versus(summary, host, variant, other, metric):
+    """`variant` against `other` on `host`, level by level (Welch, simultaneous over the levels), and its verdict."""
+    settings = summary.get("settings") or {}
+    rows = {(r["variant"], r["concurrency"]): r for r in summary["cells"]
+            if r["host"] == host and r["status"] == "ok" and r["variant"] in (variant, other)}
+    shared = sorted({c for v, c in rows if v == variant} & {c for v, c in rows if v == other})
+    levels = []
+    for concurrency in shared:
+        mine = (rows[(variant, concurrency)].get("samples") or {}).get(metric)
+        theirs = (rows[(other, concurrency)].get("samples") or {}).get(metric)
+        found = stats.compare(mine, theirs, stats.HIGHER_IS_BETTER.get(metric, True),
+                              settings.get("confidence", stats.DEFAULT_CONFIDENCE),
+                              settings.get("min_effect_pct", stats.DEFAULT_MIN_EFFECT_PCT),
+                              family_size=len(shared)) if mine and theirs else None
+        if found is None:
+            levels.append({"concurrency": concurrency, "verdict": None, "change_pct": 0.0, "ci_low_pct": None,
+                           "ci_high_pct": None, "confidence": None,
+                           "reason": "no %s samples to compare (the summary keeps samples of %s)" % (
+                               metric, ", ".join(COMPARED_METRICS))})
+            continue
+        levels.append({"concurrency": concurrency, "verdict": found["verdict"], "reason": found["reason"],
+                       "change_pct": _round(found["change_pct"]), "ci_low_pct": _round(found["ci_low_pct"]),
+                       "ci_high_pct": _round(found["ci_high_pct"]), "confidence": _round(found["confidence"], 4)})
+    verdict, reason = overall_verdict(levels)
+    result = {"host": host, "verdict": verdict, "reason": reason, "levels": levels, "gain": _headline(levels, metric)}
+    gate = next((h.get("gate") for h in summary.get("aa") or [] if h.get("host") == host), None)
+    return apply_aa_gate(result, gate, reason_key="reason")
+
+
+def _measure_stack(summary, found, metric, best):
+    """What the stack's cells measured: against the baseline and, where it was measured, the best single candidate."""
+    per_host = []
+    for v in found:
+        levels = _gains(summary, v["host"], v["variant"], metric)
+        per_host.append({"host": v["host"], "verdict": v["verdict"],
+                         "reason": v.get("verdict_reason") or v.get("root_cause") or v.get("reason"),
+                         "levels": levels, "gain": _headline(levels, metric),
+                         "capacity": _capacity_brief(v.get("capacity"))})
+    weakest = min(per_host, key=lambda h: h["gain"]["change_pct"])
+    measured = {"variant": found[0]["variant"], "composes": list((found[0].get("stacked") or {}).get("composes") or []),
+                "hosts": [h["host"] for h in per_host], "verdict": _stack_verdict(found),
+                "reason": "; ".join("%s on %s: %s" % (h["verdict"], h["host"], h["reason"] or "") for h in per_host),
+                "gain": weakest["gain"], "levels": weakest["levels"], "capacity": weakest["capacity"],
+                "per_host": per_host, "vs_best_single": None}
+    if best is not None:
+        against = [_versus(summary, h["host"], measured["variant"], best["id"], metric)
+                   for h in per_host if h["host"] in best["hosts"] and h["levels"]]
+        if against:
+            worst = min(against, key=lambda a: a["gain"]["change_pct"])
+            measured["vs_best_single"] = {"id": best["id"], "verdict": _stack_verdict(against),
+                                          "reason": "; ".join("%s on %s: %s" % (a["verdict"], a["host"], a["reason"])
+                                                              for a in against),
+                                          "gain": worst["gain"], "levels": worst["levels"]}
+        else:
+            measured["vs_best_single"] = {"id": best["id"], "verdict": "not_compared", "gain": None, "levels": [],
+                                          "reason": "the stack and %s were not both measured on one host" % best["id"]}
+    return measured
+
+
+def _as_variant(ids, changes, title, stacked):
+    """A catalog entry (what fleetopt_plan takes) that measures `changes` against the baseline."""
+    return {"id": STACK_VARIANT, "title": title, "tier": 0, "flags": dict(changes["flags"]),
+            "env": {k: v for k, v in changes["env"].items() if v != REDACTED},
+            "stacked": dict(stacked, composes=list(ids))}
+
+
+def _union(parts):
+    changes = {"flags": {}, "env": {}}
+    for part in parts:
+        changes["flags"].update(part["flags"])
+        changes["env"].update(part["env"])
+    return changes
+
+
 def recommend(summary, cells):
     """The recommendation (a dict, the content of recommended.yml) from a summary and its cells."""
     settings = summary.get("settings") or {}
     metric = settings.get("verdict_metric", "output_throughput")
     merged = {(c["host"], c["variant"]): c for c in merge_launches(cells)}
-    entries = {}
+    entries, stacks = {}, []
     for v in summary["variants"]:
-        if v["variant"] not in (BASELINE, AA_VARIANT):
+        if v["variant"] in (BASELINE, AA_VARIANT):
+            continue
+        if is_stacked(dict(v, stacked=(merged.get((v["host"], v["variant"])) or {}).get("stacked"))):
+            stacks.append(dict(v, stacked=(merged.get((v["host"], v["variant"])) or {}).get("stacked")))
+        else:
             entries.setdefault(v["variant"], []).append(v)
     baselines = {v["host"]: v for v in summary["variants"] if v["variant"] == BASELINE}
 
@@ -188,24 +314,88 @@ def recommend(summary, cells):
                                                          candidate["gain"]["change_pct"], why)})
         else:
             stack.append(candidate)
+
+    notes = []
+    proposed = [c["id"] for c in stack]
+    stacked_variant = _as_variant(proposed, _union(stack), "Stack: %s" % " + ".join(proposed),
+                                  {"proposed_by": summary.get("campaign")}) if len(stack) > 1 else None
+    status = STATUS_PROPOSED if len(stack) > 1 else STATUS_SINGLE if stack else STATUS_NONE
+    outcome = "proposed" if len(stack) > 1 else "single" if stack else "baseline"
+    measured, verifies, ids, changes = None, None, proposed, _union(stack)
+    if entries:
+        # The stack of this proposal, when a cell measured it; any other stack is an earlier proposal's.
+        found = [v for v in stacks if list((v.get("stacked") or {}).get("composes") or []) == proposed
+                 and v["verdict"] != "skipped"]
+        for other in stacks:
+            if other not in found:
+                notes.append("a stack of %s was %s on %s, but this proposal is %s: measure it (-e recommend=true)" % (
+                    ", ".join((other.get("stacked") or {}).get("composes") or ["unknown candidates"]),
+                    "measured" if other["verdict"] != "skipped" else "planned and not measured", other["host"],
+                    ", ".join(proposed) or "the baseline"))
+        if len(stack) > 1 and found:
+            best = stack[0]
+            measured = _measure_stack(summary, found, metric, best)
+            versus = measured["vs_best_single"] or {}
+            if measured["verdict"] == "improved" and versus.get("verdict") == "improved":
+                status, outcome = STATUS_STACKED, "stack"
+            else:
+                if measured["verdict"] == "inconclusive":
+                    outcome = "inconclusive"
+                    status = ("inconclusive: the stack's gain over the baseline was not shown (%s); recommending the "
+                              "best single candidate %s, measured alone" % (measured["reason"], best["id"]))
+                else:
+                    outcome = "best_single"
+                    why = ("against %s alone it was %s (%s)" % (best["id"], versus.get("verdict"), versus.get("reason"))
+                           if measured["verdict"] == "improved" else
+                           "against the baseline it %s (%s)" % (
+                               "crashed" if measured["verdict"] == "crashed" else "was " + measured["verdict"],
+                               measured["reason"]))
+                    status = ("measured: the stack was not better than the best single candidate %s: %s; recommending "
+                              "%s, measured alone" % (best["id"], why, best["id"]))
+                for other in stack[1:]:
+                    left_out.append({"id": other["id"], "title": other["title"], "why": "stack_not_better",
+                                     "hosts": other["hosts"],
+                                     "reason": "improved alone, but the measured stack of %s was not better than %s "
+                                               "alone" % (", ".join(proposed), best["id"])})
+                stack = [best]
+                ids, changes = [best["id"]], _union(stack)
+    elif stacks:
+        # No single optimization here: the campaign verifies an earlier recommendation's stack.
+        measured = _measure_stack(summary, stacks, metric, None)
+        verifies = (stacks[0].get("stacked") or {}).get("verifies")
+        host = measured["hosts"][0]
+        base_launch = launch_details(merged.get((host, BASELINE)) or {})
+        own = launch_details(merged.get((host, stacks[0]["variant"])) or {})
+        if measured["verdict"] == "improved":
+            status, outcome = STATUS_STACKED, "stack"
+            ids = measured["composes"]
+            changes = {"flags": _diff(base_launch.get("flags"), own.get("flags")),
+                       "env": _diff(base_launch.get("env"), own.get("env"))}
+        elif measured["verdict"] == "inconclusive":
+            status, outcome = ("inconclusive: the stack's gain over the baseline was not shown (%s); nothing is "
+                               "confirmed, keep the baseline until a measurement shows it" % measured["reason"],
+                               "inconclusive")
+        else:
+            status, outcome = ("not confirmed: the stack was %s against the baseline (%s); keep the baseline" % (
+                measured["verdict"].replace("_", " "), measured["reason"]), "baseline")
     left_out.sort(key=lambda e: (WHY_ORDER.index(e["why"]) if e["why"] in WHY_ORDER else -1, e["id"]))
 
-    host = stack[0]["host"] if stack else (sorted(baselines) or [None])[0]
+    hosts_of = (measured or {}).get("hosts") if outcome in ("stack",) and measured else None
+    host = (hosts_of or [None])[0] or (stack[0]["host"] if stack else (sorted(baselines) or [None])[0])
     base_cell = merged.get((host, BASELINE)) or {}
     base_launch = launch_details(base_cell)
     flags = dict(base_launch.get("flags") or {})
     env = dict(base_launch.get("env") or {})
-    for candidate in stack:
-        flags.update(candidate["flags"])
-        env.update({k: v for k, v in candidate["env"].items() if v is not None})
-        for name in [k for k, v in candidate["env"].items() if v is None]:
+    if ids:
+        flags.update(changes["flags"])
+        env.update({k: v for k, v in changes["env"].items() if v is not None})
+        for name in [k for k, v in changes["env"].items() if v is None]:
             env.pop(name, None)
     secret = sorted(k for k, v in env.items() if v == REDACTED)
     env = {k: v for k, v in env.items() if v != REDACTED}
     engine = summary.get("engine")
     argv, no_command = _launch(base_cell, flags, engine, summary.get("engine_version")) if base_cell else (
         None, "no baseline was measured")
-    notes = []
     if len({h for c in stack for h in c["hosts"]}) > 1:
         notes.append("the candidates were measured on different hosts (%s), each against its own host's baseline; "
                      "the inventory variables and command are those of %s" % (
@@ -214,25 +404,32 @@ def recommend(summary, cells):
         notes.append("secret environment left out (set it from your vault): %s" % ", ".join(secret))
     if no_command:
         notes.append(no_command)
-    status = STATUS_PROPOSED if len(stack) > 1 else STATUS_SINGLE if stack else STATUS_NONE
+    verify_variant = _as_variant(ids, changes, "Recommended by campaign %s: %s" % (
+        summary.get("campaign"), " + ".join(ids)), {"verifies": summary.get("campaign")}) if ids else None
     return {
         "status": status,
+        "outcome": outcome,
         "campaign": summary.get("campaign"),
+        "verifies": verifies,
         "engine": engine,
         "engine_version": summary.get("engine_version"),
         "verdict_metric": metric,
         "confidence": settings.get("confidence"),
         "min_effect_pct": settings.get("min_effect_pct"),
         "slo": settings.get("slo") or {},
-        "stack": [c["id"] for c in stack],
+        "stack": list(ids),
+        "proposed_stack": proposed,
         "host": host,
         "inventory": {"campaign_server_flags": flags, "campaign_server_env": env},
         "launch": {"argv": argv, "command": shlex.join(str(a) for a in argv) if argv else None, "env": dict(env)},
+        "measured": measured,
         "baseline": {"host": host, "capacity": _capacity_brief((baselines.get(host) or {}).get("capacity"))},
         "candidates": [{k: c[k] for k in ("id", "title", "hosts", "flags", "env", "gain", "levels", "capacity",
                                           "verdict_reason")} for c in stack],
         "left_out": left_out,
         "notes": notes,
+        "stacked_variant": stacked_variant,
+        "verify_variant": verify_variant,
     }
 
 
@@ -242,6 +439,11 @@ def write_recommendation(campaign_dir, proposal):
     header = "# fleetopt recommendation of campaign %s: %s\n" % (proposal.get("campaign"), proposal["status"])
     if proposal["status"] == STATUS_PROPOSED:
         header += ("# Each candidate was measured alone against the baseline; the stack of them has not been measured "
-                   "as one launch.\n")
+                   "as one launch (-e recommend=true measures it).\n")
+    elif proposal.get("measured"):
+        gain = proposal["measured"]["gain"]
+        header += "# The stack was measured against the baseline: %s %+.1f %% [%s, %s] at c=%s.\n" % (
+            gain["metric"], gain["change_pct"], _shown_pct(gain["ci_low_pct"]), _shown_pct(gain["ci_high_pct"]),
+            gain["concurrency"])
     write_atomically(path, header + yaml.safe_dump(proposal, sort_keys=False, default_flow_style=False, width=100))
     return path

@@ -1,0 +1,134 @@
+"""The recommendation once its stack is measured (fleetopt/recommend.py), on constructed campaigns: the proposal
+names the stacked variant to measure; a measured stack is compared with the baseline and with the best single
+candidate, and the status says what was measured; a stack measured in a new campaign verifies an earlier
+recommendation. Nothing is claimed without a measurement."""
+import pytest
+import yaml
+
+from fleetopt.recommend import STATUS_PROPOSED, STATUS_STACKED, recommend, write_recommendation
+from fleetopt.summary import build_summary
+from summary_cells import cell
+from test_recommend import BASE_ENV, BASE_FLAGS, PREFIX, launch, levels, variant
+
+COMPOSES = ["helps", "seqs3", "helps_less"]
+STACK_FLAGS = {"--enforce-eager": None, "--max-num-seqs": 3}
+STACK_ENV = {"OMP_BIND": "nobind"}
+
+
+def singles():
+    return [
+        cell("baseline", levels=levels(1.0), launch=launch(BASE_FLAGS, BASE_ENV), provenance={"engine_version": "0.32.0"}),
+        variant("helps", 1.30, flags={"--enforce-eager": None}),
+        variant("seqs3", 1.15, flags={"--max-num-seqs": 3}),
+        variant("helps_less", 1.10, env={"OMP_BIND": "nobind"}),
+        variant("hurts", 0.70, flags={"--max-num-seqs": 1}),
+    ]
+
+
+def stack_cell(factor, composes=COMPOSES, noisy=False, verifies=None, flags=STACK_FLAGS, env=STACK_ENV, **extra):
+    found = variant("stack", factor, flags=flags, env=env, noisy=noisy, order=50, **extra)
+    found["stacked"] = {"composes": list(composes), "verifies": verifies}
+    return found
+
+
+def proposal_of(tmp_path, cells):
+    return recommend(build_summary(tmp_path / "c1", cells, min_effect_pct=5.0), cells)
+
+
+def test_the_proposal_names_the_stacked_variant_to_measure(tmp_path):
+    proposal = proposal_of(tmp_path, singles())
+    assert proposal["status"] == STATUS_PROPOSED and proposal["outcome"] == "proposed"
+    stacked = proposal["stacked_variant"]
+    assert stacked["id"] == "stack" and stacked["stacked"]["composes"] == COMPOSES
+    # The changes against the baseline, as a catalog entry: a removed flag is null, so the plan removes it.
+    assert stacked["flags"] == STACK_FLAGS and stacked["env"] == STACK_ENV
+    assert proposal["verify_variant"]["flags"] == STACK_FLAGS and proposal["measured"] is None
+
+
+def test_a_stack_better_than_the_best_single_candidate_is_recommended_as_measured(tmp_path):
+    proposal = proposal_of(tmp_path, singles() + [stack_cell(1.60)])
+    assert proposal["status"] == STATUS_STACKED == "measured as a stack" and proposal["outcome"] == "stack"
+    assert proposal["stack"] == COMPOSES
+    measured = proposal["measured"]
+    assert measured["variant"] == "stack" and measured["verdict"] == "improved"
+    assert measured["gain"]["change_pct"] == pytest.approx(60.0) and measured["gain"]["ci_low_pct"] > 0
+    best = measured["vs_best_single"]
+    assert best["id"] == "helps" and best["verdict"] == "improved"
+    assert best["gain"]["change_pct"] == pytest.approx((1.6 / 1.3 - 1) * 100, abs=0.1) and best["gain"]["ci_low_pct"] > 0
+    assert proposal["inventory"]["campaign_server_flags"] == {"--max-model-len": 1024, "--enforce-eager": None,
+                                                              "--max-num-seqs": 3}
+    assert proposal["verify_variant"]["stacked"]["composes"] == COMPOSES
+    assert proposal["verify_variant"]["stacked"]["verifies"] == "c1"
+
+
+def test_a_stack_no_better_than_the_best_single_candidate_gives_way_to_it(tmp_path):
+    proposal = proposal_of(tmp_path, singles() + [stack_cell(1.30)])
+    assert proposal["outcome"] == "best_single" and "not better than the best single candidate" in proposal["status"]
+    assert "helps" in proposal["status"]
+    assert proposal["stack"] == ["helps"] and [c["id"] for c in proposal["candidates"]] == ["helps"]
+    assert proposal["inventory"]["campaign_server_flags"] == {"--max-model-len": 1024, "--enforce-eager": None}
+    assert proposal["measured"]["verdict"] == "improved" and proposal["measured"]["vs_best_single"]["verdict"] == "neutral"
+    out = {e["id"]: e for e in proposal["left_out"]}
+    assert out["seqs3"]["why"] == out["helps_less"]["why"] == "stack_not_better"
+    assert "helps" in out["seqs3"]["reason"]
+    assert proposal["verify_variant"]["flags"] == {"--enforce-eager": None}
+    assert proposal["verify_variant"]["stacked"]["composes"] == ["helps"]
+
+
+def test_a_stack_that_regressed_gives_way_to_the_best_single_candidate(tmp_path):
+    proposal = proposal_of(tmp_path, singles() + [stack_cell(0.80)])
+    assert proposal["outcome"] == "best_single" and proposal["stack"] == ["helps"]
+    assert proposal["measured"]["verdict"] == "regressed" and "regressed" in proposal["status"]
+
+
+def test_a_crashed_stack_gives_way_to_the_best_single_candidate_and_says_why(tmp_path):
+    crashed = cell("stack", status="crashed", reason="out of memory", failure={"failure_class": "cpu_oom"}, order=50)
+    crashed["stacked"] = {"composes": COMPOSES}
+    proposal = proposal_of(tmp_path, singles() + [crashed])
+    assert proposal["outcome"] == "best_single" and proposal["stack"] == ["helps"]
+    assert proposal["measured"]["verdict"] == "crashed" and "out of memory" in proposal["status"]
+
+
+def test_a_stack_that_cannot_be_told_from_the_baseline_is_inconclusive(tmp_path):
+    proposal = proposal_of(tmp_path, singles() + [stack_cell(1.05, noisy=True)])
+    assert proposal["outcome"] == "inconclusive" and proposal["status"].startswith("inconclusive")
+    assert proposal["measured"]["verdict"] == "inconclusive"
+    # Only what was measured is recommended: the best single candidate, measured alone.
+    assert proposal["stack"] == ["helps"]
+
+
+def test_a_stack_of_other_candidates_is_not_taken_for_this_proposal(tmp_path):
+    stale = stack_cell(1.60, composes=["helps", "seqs3"], env={})
+    proposal = proposal_of(tmp_path, singles() + [stale])
+    assert proposal["status"] == STATUS_PROPOSED and proposal["measured"] is None
+    assert any("helps, seqs3" in note and "measure" in note for note in proposal["notes"]), proposal["notes"]
+    assert "stack" not in {e["id"] for e in proposal["left_out"]}
+
+
+def test_a_stack_measured_in_a_new_campaign_verifies_the_earlier_recommendation(tmp_path):
+    base = singles()[0]
+    proposal = proposal_of(tmp_path, [base, stack_cell(1.50, verifies="c0")])
+    assert proposal["outcome"] == "stack" and proposal["status"] == STATUS_STACKED
+    assert proposal["verifies"] == "c0" and proposal["stack"] == COMPOSES
+    assert proposal["measured"]["gain"]["ci_low_pct"] > 0 and proposal["measured"]["vs_best_single"] is None
+    assert proposal["inventory"]["campaign_server_flags"] == {"--max-model-len": 1024, "--enforce-eager": None,
+                                                              "--max-num-seqs": 3}
+    assert proposal["inventory"]["campaign_server_env"] == dict(BASE_ENV, **STACK_ENV)
+    assert proposal["launch"]["argv"] == PREFIX + ["--max-model-len", "1024", "--max-num-seqs", "3"]
+
+
+def test_a_verified_stack_that_does_not_improve_is_not_confirmed(tmp_path):
+    base = singles()[0]
+    neutral = proposal_of(tmp_path, [base, stack_cell(1.0, verifies="c0")])
+    assert neutral["outcome"] == "baseline" and "not confirmed" in neutral["status"]
+    assert neutral["stack"] == [] and neutral["inventory"]["campaign_server_flags"] == BASE_FLAGS
+    unclear = proposal_of(tmp_path, [base, stack_cell(1.05, verifies="c0", noisy=True)])
+    assert unclear["outcome"] == "inconclusive" and unclear["status"].startswith("inconclusive")
+
+
+def test_the_measured_recommendation_is_written_as_what_it_is(tmp_path):
+    proposal = proposal_of(tmp_path, singles() + [stack_cell(1.60)])
+    text = write_recommendation(tmp_path, proposal).read_text()
+    assert "measured as a stack" in text.splitlines()[0] and "not yet measured" not in text
+    loaded = yaml.safe_load(text)
+    assert loaded["measured"]["gain"]["ci_low_pct"] > 0
