@@ -127,7 +127,11 @@ stack:
   type: dict
   sample: {"profile": "sglang-0.5.9", "installed": {"sglang": "0.5.9"}, "patches": [{"id": "flashinfer-fp4-quantize-custom-op", "state": "applied"}]}
 variants:
-  description: Baseline first, then each selected optimization, with merged flags and environment.
+  description:
+    - Baseline first, then each selected optimization, with merged flags and environment (a flag or variable
+      set to null in the entry is removed).
+    - C(stacked) is the entry's own C(stacked) (a stack of optimizations the recommendation composed, with
+      C(composes) and C(verifies)), else null.
   returned: success
   type: list
   elements: dict
@@ -302,7 +306,7 @@ def plan_variants(adapter, entries, baseline_flags, baseline_env, host, model, e
     variants = [{
         "id": "baseline", "title": "Baseline", "tier": 0, "applicable": True, "reason": None,
         "flags": adapter.normalize_flags(base_flags), "env": dict(baseline_env), "catalog_flags": {},
-        "conflicts": [],
+        "conflicts": [], "stacked": None,
     }]
     for entry in entries:
         flags = adapter.normalize_flags(merge_flags(base_flags, entry.get("flags")))
@@ -318,10 +322,14 @@ def plan_variants(adapter, entries, baseline_flags, baseline_env, host, model, e
             "applicable": not reasons,
             "reason": "; ".join(reasons) or None,
             "flags": flags,
-            "env": dict(baseline_env, **(entry.get("env") or {})),
+            # A variable set to null is removed (a stacked variant's candidate may remove one).
+            "env": dict((k, v) for k, v in dict(baseline_env, **(entry.get("env") or {})).items() if v is not None),
             "catalog_flags": entry.get("flags") or {},
             # Entries this one must never share a stack with (the recommendation reads them from the cell).
             "conflicts": entry.get("conflicts") or [],
+            # A stack of optimizations (the recommendation's): which ones it composes, and the campaign whose
+            # recommendation it verifies; recorded in its cell, where the report reads it.
+            "stacked": entry.get("stacked"),
         })
     if aa:
         variants.append(dict(variants[0], id="baseline_aa", title="Baseline again (A/A noise check)"))

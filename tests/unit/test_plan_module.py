@@ -195,3 +195,21 @@ def test_the_catalogs_declare_the_conflicts_their_flags_cannot_show():
     assert not [e["id"] for e in vllm if e.get("conflicts")]
     changed = [set(e.get("flags") or {}) | set(e.get("env") or {}) for e in vllm]
     assert all(not (a & b) for i, a in enumerate(changed) for b in changed[i + 1:])
+
+
+def test_a_stacked_variant_removes_what_its_candidates_remove_and_says_what_it_composes(engine_python, model_dir,
+                                                                                        tmp_path, port):
+    # The recommendation's stacked variant: the candidates' changes against the baseline, a removed flag or
+    # environment variable as null (recommend=true adds it to the catalog).
+    stacked = {"id": "stack", "title": "Stack: compile + unbound", "tier": 0,
+               "flags": {"--enforce-eager": None, "--max-num-seqs": 4},
+               "env": {"VLLM_CPU_KVCACHE_SPACE": None, "OMP_BIND": "nobind"},
+               "stacked": {"composes": ["compile", "unbound"], "verifies": None}}
+    catalog = dict(CATALOG, optimizations=CATALOG["optimizations"] + [stacked])
+    result = plan(engine_python(), model_dir, tmp_path, port, catalog=catalog, only=["stack"])
+    variants = {v["id"]: v for v in result["variants"]}
+    assert list(variants) == ["baseline", "stack"]
+    assert variants["stack"]["flags"] == {"--max-model-len": 512, "--max-num-seqs": 4}
+    assert variants["stack"]["env"] == {"OMP_BIND": "nobind"}
+    assert variants["stack"]["stacked"] == {"composes": ["compile", "unbound"], "verifies": None}
+    assert variants["baseline"]["stacked"] is None
