@@ -4,6 +4,10 @@ Secrets come from the environment: FLEETOPT_API_KEY (the server's API key) and
 FLEETOPT_SECRET_<NAME> (environment variable <NAME> of the server, e.g. a hub token).
 They never reach the artifacts, the results or the logs.
 
+--recommend measures, after the matrix and its report, the stack the report proposed (optimize.yml's
+stack stage, -e recommend=true); --verify results/<id>/recommended.yml measures an earlier
+recommendation against the baseline in a new campaign (-e recommended=...), without a matrix.
+
 Exit codes:
   0  the campaign ran (every cell has a result, whatever its verdict) and the gate passed
   1  campaign error: the playbook failed, a host was unreachable, or no cell was written
@@ -101,6 +105,16 @@ def campaign_vars(args):
         extra["aa"] = args.aa
     if args.fresh:
         extra["fresh"] = True
+    if getattr(args, "recommend", False):
+        extra["recommend"] = True
+    if getattr(args, "verify", None):
+        if extra.get("recommend"):
+            raise SystemExit("fleetopt run: give --recommend (measure this campaign's proposed stack) or --verify "
+                             "(verify an earlier recommendation), not both")
+        earlier = pathlib.Path(args.verify).resolve()
+        if not earlier.is_file():
+            raise SystemExit("fleetopt run: no such recommendation %s (give results/<id>/recommended.yml)" % args.verify)
+        extra["recommended"] = str(earlier)
     if getattr(args, "slo", None):
         from fleetopt.report import parse_slo  # the report's reader: one spelling of --slo
         try:
@@ -203,8 +217,8 @@ def check_gate(args, campaign_dir):
 
 def main(args):
     args.campaign_id = args.campaign_id or datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    if args.tier is None and not args.only:
-        raise SystemExit("fleetopt run: give --tier N or --only id1,id2")
+    if args.tier is None and not args.only and not getattr(args, "verify", None):
+        raise SystemExit("fleetopt run: give --tier N, --only id1,id2 or --verify results/<id>/recommended.yml")
     if args.gate_reference:
         gate.load_summary(args.gate_reference)  # a missing reference is an error before anything runs
         gate.parse_host_map(args.gate_host_map)  # so is a malformed host map
