@@ -102,14 +102,37 @@ def _flag_changes(changes):
                      for k, v in (changes or {}).items()) or "none"
 
 
+def measured_text(proposal):
+    """What the stack measured as one launch: against the baseline, and against the best single candidate."""
+    measured = proposal.get("measured")
+    if not measured:
+        return []
+    gain = measured["gain"]
+    lines = ["Measured as one launch against the baseline (%s, on %s): %s, %s at c=%s." % (
+        " + ".join(measured["composes"]) or measured["variant"], ", ".join(measured["hosts"]), measured["verdict"],
+        fmt_change(gain) or "no change measured",
+        gain["concurrency"])]
+    if proposal.get("verifies"):
+        lines[0] += " This campaign verifies the recommendation of campaign %s." % proposal["verifies"]
+    versus = measured.get("vs_best_single")
+    if versus:
+        shown = fmt_change(versus.get("gain")) or "not compared"
+        lines.append("The stack against %s alone, the best single candidate: %s, %s (%s)." % (
+            versus["id"], versus["verdict"], shown, versus.get("reason") or ""))
+    return lines + [""]
+
+
 def recommendation_text(proposal):
     """The Recommendation section: what to deploy, its gains and capacity, what was left out."""
     lines = ["**Status: %s.**" % proposal["status"]]
     if proposal["status"] == STATUS_PROPOSED:
         lines[0] += (" Each candidate was measured alone against the baseline; the stack of them has not been "
                      "measured as one launch.")
-    lines += ["", "Written to `recommended.yml`. Stack, in order of measured effect: %s." % (
+    if proposal.get("stacked_variant") and not proposal.get("measured") and proposal["status"] == STATUS_PROPOSED:
+        lines[0] += " Measure it: `-e recommend=true` (`fleetopt run --recommend`)."
+    lines += ["", "Written to `recommended.yml`. Recommended, in order of measured effect: %s." % (
         ", ".join(proposal["stack"]) or "none (the baseline)"), ""]
+    lines += measured_text(proposal)
     if proposal["candidates"]:
         table = [[c["id"], ", ".join(c["hosts"]), "flags: %s; env: %s" % (_flag_changes(c["flags"]), _flag_changes(c["env"])),
                   "%s at c=%s" % (fmt_change(c["gain"]), c["gain"]["concurrency"]),

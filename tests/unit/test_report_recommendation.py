@@ -78,3 +78,40 @@ def test_without_slos_the_report_says_there_is_no_capacity(tmp_path):
     folder = campaign(tmp_path, slo={})
     run(folder)
     assert "No SLO was set (campaign_slo)" in (folder / "report.md").read_text()
+
+
+def stacked_campaign(tmp_path, stack_outputs):
+    """baseline, two candidates that stack (--fast, --lean) and the measured stack of both."""
+    cells = [with_launch(cell("baseline", 0, levels=trials(1, 100, 101, 99) + trials(4, 300, 303, 297)),
+                         ["--enforce-eager"]),
+             with_launch(cell("helps", 1, levels=trials(1, 130, 131, 129) + trials(4, 390, 393, 387)),
+                         ["--enforce-eager", "--fast"]),
+             with_launch(cell("lean", 2, levels=trials(1, 110, 111, 109) + trials(4, 330, 333, 327)),
+                         ["--enforce-eager", "--lean"]),
+             with_launch(cell("stack", 3, levels=trials(1, *stack_outputs[0]) + trials(4, *stack_outputs[1])),
+                         ["--enforce-eager", "--fast", "--lean"])]
+    cells[-1]["stacked"] = {"composes": ["helps", "lean"], "proposed_by": "c1"}
+    return write_campaign(tmp_path, cells)
+
+
+def test_a_measured_stack_opens_the_report_with_its_gain_and_its_lead_over_the_best_single_candidate(tmp_path):
+    folder = stacked_campaign(tmp_path, [(150, 151, 149), (450, 453, 447)])
+    assert run(folder) == 0
+    recommendation = yaml.safe_load((folder / "recommended.yml").read_text())
+    assert recommendation["status"] == "measured as a stack" and recommendation["stack"] == ["helps", "lean"]
+    markdown = (folder / "report.md").read_text()
+    section = markdown.split("## Campaign")[0]
+    assert "Status: measured as a stack" in section
+    assert "Measured as one launch against the baseline" in section and "+50.0 %" in section
+    assert "against helps alone" in section and "improved" in section
+    html = (folder / "report.html").read_text()
+    assert 'id="recommendation-measured"' in html and "+50.0 %" in html
+
+
+def test_a_stack_no_better_than_the_best_single_candidate_says_so_in_the_report(tmp_path):
+    folder = stacked_campaign(tmp_path, [(130, 131, 129), (390, 393, 387)])
+    assert run(folder) == 0
+    recommendation = yaml.safe_load((folder / "recommended.yml").read_text())
+    assert recommendation["outcome"] == "best_single" and recommendation["stack"] == ["helps"]
+    section = (folder / "report.md").read_text().split("## Campaign")[0]
+    assert "not better than the best single candidate helps" in section and "stack_not_better" in section
