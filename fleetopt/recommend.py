@@ -17,7 +17,10 @@ baseline), inconclusive, not_applicable, not_measured (skipped).
 The stack is a proposal: with two or more candidates it has not been measured as one launch,
 and its status says so. The proposal names the variant that measures it (`stacked_variant`: the
 baseline with every candidate's changes, a catalog entry whose `stacked.composes` lists them),
-which `-e recommend=true` measures as one more cell of the campaign. Once that cell is in, the
+which `-e recommend=true` measures as one more cell of the campaign. A single candidate is
+measured again too: chosen as the best of several variants, its own measurement overstates its
+gain (the winner's curse), and a launch of its own gives the gain that did not choose it (improved:
+`measured as a stack`; anything else: `inconclusive`, keep the baseline). Once that cell is in, the
 stack is compared with the baseline (its gain with the interval) and, level by level on the same
 host, with the best single candidate (the one of largest measured effect):
 
@@ -318,7 +321,7 @@ def recommend(summary, cells):
     notes = []
     proposed = [c["id"] for c in stack]
     stacked_variant = _as_variant(proposed, _union(stack), "Stack: %s" % " + ".join(proposed),
-                                  {"proposed_by": summary.get("campaign")}) if len(stack) > 1 else None
+                                  {"proposed_by": summary.get("campaign")}) if stack else None
     status = STATUS_PROPOSED if len(stack) > 1 else STATUS_SINGLE if stack else STATUS_NONE
     outcome = "proposed" if len(stack) > 1 else "single" if stack else "baseline"
     measured, verifies, ids, changes = None, None, proposed, _union(stack)
@@ -332,7 +335,18 @@ def recommend(summary, cells):
                     ", ".join((other.get("stacked") or {}).get("composes") or ["unknown candidates"]),
                     "measured" if other["verdict"] != "skipped" else "planned and not measured", other["host"],
                     ", ".join(proposed) or "the baseline"))
-        if len(stack) > 1 and found:
+        if len(stack) == 1 and found:
+            # Measured again in a launch of its own: a gain that did not choose the candidate.
+            measured = _measure_stack(summary, found, metric, None)
+            if measured["verdict"] == "improved":
+                status, outcome = STATUS_STACKED, "stack"
+            else:
+                status, outcome = ("inconclusive: %s improved alone, but measured again in a launch of its own it was "
+                                   "%s against the baseline (%s); the two measurements disagree, keep the baseline "
+                                   "until another one settles it" % (stack[0]["id"], measured["verdict"].replace("_", " "),
+                                                                      measured["reason"]), "inconclusive")
+                stack, ids, changes = [], [], _union([])
+        elif len(stack) > 1 and found:
             best = stack[0]
             measured = _measure_stack(summary, found, metric, best)
             versus = measured["vs_best_single"] or {}

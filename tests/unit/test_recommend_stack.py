@@ -132,3 +132,25 @@ def test_the_measured_recommendation_is_written_as_what_it_is(tmp_path):
     assert "measured as a stack" in text.splitlines()[0] and "not yet measured" not in text
     loaded = yaml.safe_load(text)
     assert loaded["measured"]["gain"]["ci_low_pct"] > 0
+
+
+def test_a_single_candidate_is_measured_again_in_a_launch_of_its_own(tmp_path):
+    # The best of several variants overstates its own gain (it was chosen for it): the recommendation's gain
+    # comes from a measurement that did not choose it.
+    cells = [c for c in singles() if c["variant"] in ("baseline", "helps", "hurts")]
+    proposal = proposal_of(tmp_path, cells)
+    assert proposal["status"] == "measured: a single optimization, nothing to stack"
+    assert proposal["stacked_variant"]["stacked"]["composes"] == ["helps"]
+    assert proposal["stacked_variant"]["flags"] == {"--enforce-eager": None}
+    again = proposal_of(tmp_path, cells + [stack_cell(1.28, composes=["helps"], flags={"--enforce-eager": None}, env={})])
+    assert again["status"] == STATUS_STACKED and again["outcome"] == "stack" and again["stack"] == ["helps"]
+    assert again["measured"]["gain"]["ci_low_pct"] > 0 and again["measured"]["vs_best_single"] is None
+
+
+def test_a_single_candidate_that_does_not_improve_when_measured_again_is_not_confirmed(tmp_path):
+    cells = [c for c in singles() if c["variant"] in ("baseline", "helps", "hurts")]
+    proposal = proposal_of(tmp_path, cells + [stack_cell(1.0, composes=["helps"], flags={"--enforce-eager": None},
+                                                         env={})])
+    assert proposal["outcome"] == "inconclusive" and proposal["status"].startswith("inconclusive")
+    assert "measured again" in proposal["status"] and proposal["stack"] == []
+    assert proposal["inventory"]["campaign_server_flags"] == BASE_FLAGS
