@@ -61,7 +61,7 @@ STATUS_NONE = "nothing to recommend: no optimization improved; keep the baseline
 FAILED = ("crashed", "blocked", "timeout", "error")
 # Left-out reasons, worst first: the reason of an optimization measured on several hosts is its worst one.
 WHY_ORDER = ("crashed", "regressed", "inconclusive", "not_significant", "not_applicable", "not_measured",
-             "stack_not_better")
+             "stack_not_better", "not_yet_searched")
 STACK_VARIANT = "stack"
 
 
@@ -253,6 +253,36 @@ def _measure_stack(summary, found, metric, best):
     return measured
 
 
+def _greedy(summary, stacks, stack, metric):
+    """The greedy search after a stack that was not better than its best single candidate: starting from that
+    candidate, add the others one at a time in order of measured effect; a step (the kept ones plus the next
+    candidate, a stacked variant of its own) is kept when it improves significantly over the kept configuration,
+    level by level on the same host. Returns the steps measured, the kept candidates, the cells of the kept
+    stack (None while it is the single candidate), and the next step to measure (None when the search is done)."""
+    by_composes = {}
+    for v in stacks:
+        if v["verdict"] != "skipped":
+            by_composes.setdefault(tuple((v.get("stacked") or {}).get("composes") or []), []).append(v)
+    kept, current, kept_found, steps = [stack[0]], stack[0]["id"], None, []
+    for number, candidate in enumerate(stack[1:], start=2):
+        composes = [c["id"] for c in kept] + [candidate["id"]]
+        found = by_composes.get(tuple(composes))
+        if not found:
+            return {"kind": "greedy", "steps": steps, "kept_candidates": kept, "kept_found": kept_found,
+                    "kept": [c["id"] for c in kept], "next": composes, "next_step": number,
+                    "next_id": "%s_%d" % (STACK_VARIANT, number)}
+        against = [_versus(summary, v["host"], v["variant"], current, metric) for v in found if v["verdict"] not in FAILED]
+        verdict = _stack_verdict(against) if against else "crashed"
+        reason = "; ".join("%s on %s: %s" % (a["verdict"], a["host"], a["reason"]) for a in against) or "; ".join(
+            "%s on %s: %s" % (v["verdict"], v["host"], v.get("verdict_reason") or v.get("reason") or "") for v in found)
+        steps.append({"composes": composes, "candidate": candidate["id"], "variant": found[0]["variant"],
+                      "against": current, "verdict": verdict, "reason": reason, "kept": verdict == "improved"})
+        if verdict == "improved":
+            kept, current, kept_found = kept + [candidate], found[0]["variant"], found
+    return {"kind": "greedy", "steps": steps, "kept_candidates": kept, "kept_found": kept_found,
+            "kept": [c["id"] for c in kept], "next": None, "next_step": None, "next_id": None}
+
+
 def _as_variant(ids, changes, title, stacked):
     """A catalog entry (what fleetopt_plan takes) that measures `changes` against the baseline."""
     return {"id": STACK_VARIANT, "title": title, "tier": 0, "flags": dict(changes["flags"]),
@@ -325,16 +355,12 @@ def recommend(summary, cells):
     status = STATUS_PROPOSED if len(stack) > 1 else STATUS_SINGLE if stack else STATUS_NONE
     outcome = "proposed" if len(stack) > 1 else "single" if stack else "baseline"
     measured, verifies, ids, changes = None, None, proposed, _union(stack)
+    search = None
     if entries:
-        # The stack of this proposal, when a cell measured it; any other stack is an earlier proposal's.
+        # The stack of this proposal, when a cell measured it; any other stack is an earlier proposal's
+        # (or a step of the greedy search, below).
         found = [v for v in stacks if list((v.get("stacked") or {}).get("composes") or []) == proposed
                  and v["verdict"] != "skipped"]
-        for other in stacks:
-            if other not in found:
-                notes.append("a stack of %s was %s on %s, but this proposal is %s: measure it (-e recommend=true)" % (
-                    ", ".join((other.get("stacked") or {}).get("composes") or ["unknown candidates"]),
-                    "measured" if other["verdict"] != "skipped" else "planned and not measured", other["host"],
-                    ", ".join(proposed) or "the baseline"))
         if len(stack) == 1 and found:
             # Measured again in a launch of its own: a gain that did not choose the candidate.
             measured = _measure_stack(summary, found, metric, None)
@@ -366,13 +392,65 @@ def recommend(summary, cells):
                                measured["reason"]))
                     status = ("measured: the stack was not better than the best single candidate %s: %s; recommending "
                               "%s, measured alone" % (best["id"], why, best["id"]))
-                for other in stack[1:]:
-                    left_out.append({"id": other["id"], "title": other["title"], "why": "stack_not_better",
-                                     "hosts": other["hosts"],
-                                     "reason": "improved alone, but the measured stack of %s was not better than %s "
-                                               "alone" % (", ".join(proposed), best["id"])})
-                stack = [best]
-                ids, changes = [best["id"]], _union(stack)
+                kept = [best]
+                if len(stack) > 2:
+                    search = _greedy(summary, stacks, stack, metric)
+                    search["full_stack"] = measured
+                    kept = search.pop("kept_candidates")
+                    tried = {step["candidate"]: step for step in search["steps"]}
+                    if search["next"]:
+                        outcome = "searching"
+                        status += "; searching greedily, next step: %s (-e recommend=true measures it)" % (
+                            " + ".join(search["next"]))
+                        by_id = {c["id"]: c for c in stack}
+                        stacked_variant = dict(_as_variant(search["next"], _union([by_id[i] for i in search["next"]]),
+                                                           "Greedy step: %s" % " + ".join(search["next"]),
+                                                           {"proposed_by": summary.get("campaign"), "search": "greedy",
+                                                            "step": search["next_step"]}),
+                                               id=search["next_id"])
+                    else:
+                        stacked_variant = None
+                        if len(kept) > 1 and search["kept_found"]:
+                            chosen = _measure_stack(summary, search["kept_found"], metric, None)
+                            if chosen["verdict"] == "improved":
+                                measured, outcome = chosen, "stack"
+                                status = ("%s, found greedily: the full stack was not better than %s alone; the search "
+                                          "kept %s" % (STATUS_STACKED, best["id"], " + ".join(c["id"] for c in kept)))
+                            else:
+                                kept = [best]
+                        if outcome != "stack":
+                            status += "; the greedy search kept nothing more"
+                    for other in stack[1:]:
+                        if other in kept:
+                            continue
+                        step = tried.get(other["id"])
+                        if step:
+                            left_out.append({"id": other["id"], "title": other["title"], "why": "stack_not_better",
+                                             "hosts": other["hosts"],
+                                             "reason": "improved alone, but the greedy step %s was %s against %s "
+                                                       "(%s)" % (" + ".join(step["composes"]), step["verdict"],
+                                                                 " + ".join(step["composes"][:-1]), step["reason"])})
+                        else:
+                            left_out.append({"id": other["id"], "title": other["title"], "why": "not_yet_searched",
+                                             "hosts": other["hosts"],
+                                             "reason": "improved alone; the greedy search has not tried it on top of "
+                                                       "%s yet" % " + ".join(c["id"] for c in kept)})
+                else:
+                    for other in stack[1:]:
+                        left_out.append({"id": other["id"], "title": other["title"], "why": "stack_not_better",
+                                         "hosts": other["hosts"],
+                                         "reason": "improved alone, but the measured stack of %s was not better than %s "
+                                                   "alone" % (", ".join(proposed), best["id"])})
+                stack = kept
+                ids, changes = [c["id"] for c in kept], _union(kept)
+        searched = {tuple(step["composes"]) for step in (search or {}).get("steps", [])}
+        for other in stacks:
+            composes = tuple((other.get("stacked") or {}).get("composes") or [])
+            if other not in found and composes not in searched:
+                notes.append("a stack of %s was %s on %s, but this proposal is %s: measure it (-e recommend=true)" % (
+                    ", ".join(composes or ["unknown candidates"]),
+                    "measured" if other["verdict"] != "skipped" else "planned and not measured", other["host"],
+                    ", ".join(proposed) or "the baseline"))
     elif stacks:
         # No single optimization here: the campaign verifies an earlier recommendation's stack.
         measured = _measure_stack(summary, stacks, metric, None)
@@ -444,6 +522,7 @@ def recommend(summary, cells):
         "notes": notes,
         "stacked_variant": stacked_variant,
         "verify_variant": verify_variant,
+        "search": None if search is None else {k: v for k, v in search.items() if k != "kept_found"},
     }
 
 

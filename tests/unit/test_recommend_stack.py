@@ -61,36 +61,94 @@ def test_a_stack_better_than_the_best_single_candidate_is_recommended_as_measure
     assert proposal["verify_variant"]["stacked"]["verifies"] == "c1"
 
 
+def two_candidates():
+    return [c for c in singles() if c["variant"] != "helps_less"]
+
+
+def pair(factor, **extra):
+    return stack_cell(factor, composes=["helps", "seqs3"], env={}, **extra)
+
+
 def test_a_stack_no_better_than_the_best_single_candidate_gives_way_to_it(tmp_path):
-    proposal = proposal_of(tmp_path, singles() + [stack_cell(1.30)])
+    proposal = proposal_of(tmp_path, two_candidates() + [pair(1.30)])
     assert proposal["outcome"] == "best_single" and "not better than the best single candidate" in proposal["status"]
     assert "helps" in proposal["status"]
     assert proposal["stack"] == ["helps"] and [c["id"] for c in proposal["candidates"]] == ["helps"]
     assert proposal["inventory"]["campaign_server_flags"] == {"--max-model-len": 1024, "--enforce-eager": None}
     assert proposal["measured"]["verdict"] == "improved" and proposal["measured"]["vs_best_single"]["verdict"] == "neutral"
     out = {e["id"]: e for e in proposal["left_out"]}
-    assert out["seqs3"]["why"] == out["helps_less"]["why"] == "stack_not_better"
-    assert "helps" in out["seqs3"]["reason"]
+    assert out["seqs3"]["why"] == "stack_not_better" and "helps" in out["seqs3"]["reason"]
     assert proposal["verify_variant"]["flags"] == {"--enforce-eager": None}
     assert proposal["verify_variant"]["stacked"]["composes"] == ["helps"]
+    # Two candidates: the stack of both was the only step; there is nothing to search.
+    assert proposal["search"] is None
+
+
+def step_cell(factor, composes, flags, env=None, step=2):
+    found = stack_cell(factor, composes=composes, flags=flags, env=env or {})
+    found["variant"] = "stack_%d" % step
+    found["stacked"]["search"] = "greedy"
+    return found
+
+
+def test_a_stack_no_better_than_the_best_single_candidate_starts_a_greedy_search(tmp_path):
+    proposal = proposal_of(tmp_path, singles() + [stack_cell(1.30)])
+    assert proposal["outcome"] == "searching" and "searching greedily" in proposal["status"]
+    # Meanwhile the best measured configuration is recommended: the best single candidate.
+    assert proposal["stack"] == ["helps"]
+    step = proposal["stacked_variant"]
+    assert step["id"] == "stack_2" and step["stacked"]["composes"] == ["helps", "seqs3"]
+    assert step["flags"] == {"--enforce-eager": None, "--max-num-seqs": 3} and step["env"] == {}
+    assert proposal["search"]["next"] == ["helps", "seqs3"] and proposal["search"]["steps"] == []
+    assert {e["id"]: e["why"] for e in proposal["left_out"]}["helps_less"] == "not_yet_searched"
+
+
+def test_the_greedy_search_ends_with_the_steps_that_improved_significantly(tmp_path):
+    kept = step_cell(1.50, ["helps", "seqs3"], {"--enforce-eager": None, "--max-num-seqs": 3})
+    proposal = proposal_of(tmp_path, singles() + [stack_cell(1.30), kept])
+    # helps + seqs3 + helps_less is the full stack, measured at 1.30: not better than helps + seqs3.
+    assert proposal["outcome"] == "stack" and proposal["status"].startswith("measured as a stack")
+    assert "greedily" in proposal["status"]
+    assert proposal["stack"] == ["helps", "seqs3"] and proposal["search"]["next"] is None
+    assert proposal["measured"]["variant"] == "stack_2" and proposal["measured"]["gain"]["ci_low_pct"] > 0
+    assert [(s["composes"], s["kept"]) for s in proposal["search"]["steps"]] == [
+        (["helps", "seqs3"], True), (["helps", "seqs3", "helps_less"], False)]
+    out = {e["id"]: e for e in proposal["left_out"]}
+    assert out["helps_less"]["why"] == "stack_not_better" and "helps + seqs3" in out["helps_less"]["reason"]
+    assert proposal["inventory"]["campaign_server_flags"] == {"--max-model-len": 1024, "--enforce-eager": None,
+                                                              "--max-num-seqs": 3}
+    assert proposal["stacked_variant"] is None
+
+
+def test_the_greedy_search_that_keeps_nothing_recommends_the_best_single_candidate(tmp_path):
+    rejected = step_cell(1.30, ["helps", "seqs3"], {"--enforce-eager": None, "--max-num-seqs": 3})
+    waiting = proposal_of(tmp_path, singles() + [stack_cell(1.30), rejected])
+    assert waiting["outcome"] == "searching" and waiting["search"]["next"] == ["helps", "helps_less"]
+    assert waiting["stacked_variant"]["id"] == "stack_3"
+    last = step_cell(1.31, ["helps", "helps_less"], {"--enforce-eager": None}, env={"OMP_BIND": "nobind"}, step=3)
+    done = proposal_of(tmp_path, singles() + [stack_cell(1.30), rejected, last])
+    assert done["outcome"] == "best_single" and done["stack"] == ["helps"] and done["search"]["next"] is None
+    assert "the greedy search kept nothing more" in done["status"]
+    assert {e["id"]: e["why"] for e in done["left_out"]} == {"hurts": "regressed", "seqs3": "stack_not_better",
+                                                             "helps_less": "stack_not_better"}
 
 
 def test_a_stack_that_regressed_gives_way_to_the_best_single_candidate(tmp_path):
-    proposal = proposal_of(tmp_path, singles() + [stack_cell(0.80)])
+    proposal = proposal_of(tmp_path, two_candidates() + [pair(0.80)])
     assert proposal["outcome"] == "best_single" and proposal["stack"] == ["helps"]
     assert proposal["measured"]["verdict"] == "regressed" and "regressed" in proposal["status"]
 
 
 def test_a_crashed_stack_gives_way_to_the_best_single_candidate_and_says_why(tmp_path):
     crashed = cell("stack", status="crashed", reason="out of memory", failure={"failure_class": "cpu_oom"}, order=50)
-    crashed["stacked"] = {"composes": COMPOSES}
-    proposal = proposal_of(tmp_path, singles() + [crashed])
+    crashed["stacked"] = {"composes": ["helps", "seqs3"]}
+    proposal = proposal_of(tmp_path, two_candidates() + [crashed])
     assert proposal["outcome"] == "best_single" and proposal["stack"] == ["helps"]
     assert proposal["measured"]["verdict"] == "crashed" and "out of memory" in proposal["status"]
 
 
 def test_a_stack_that_cannot_be_told_from_the_baseline_is_inconclusive(tmp_path):
-    proposal = proposal_of(tmp_path, singles() + [stack_cell(1.05, noisy=True)])
+    proposal = proposal_of(tmp_path, two_candidates() + [pair(1.05, noisy=True)])
     assert proposal["outcome"] == "inconclusive" and proposal["status"].startswith("inconclusive")
     assert proposal["measured"]["verdict"] == "inconclusive"
     # Only what was measured is recommended: the best single candidate, measured alone.
