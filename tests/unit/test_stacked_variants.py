@@ -93,3 +93,23 @@ def test_recommend_and_recommended_together_are_refused(tmp_path):
     earlier.write_text(yaml.safe_dump({"status": "measured as a stack", "verify_variant": VERIFY}))
     rc, _, out = choose(tmp_path, extra=["-e", "recommended=%s" % earlier, "-e", "recommend=true"])
     assert rc != 0 and "not both" in out, out
+
+
+def test_a_later_stage_measures_only_the_greedy_searchs_next_step(tmp_path):
+    step = dict(STACKED, id="stack_3", stacked={"composes": ["a", "c"], "search": "greedy", "step": 3})
+    rc, shown, out = choose(tmp_path, {"status": "measured: ...; searching greedily", "outcome": "searching",
+                                       "stacked_variant": step}, extra=["-e", "recommend=true", "-e", "campaign_stack_step=2"])
+    assert rc == 0, out
+    assert shown["fleetopt_stacked"] == [step]
+    rc, shown, out = choose(tmp_path, {"status": "measured as a stack", "outcome": "stack", "stacked_variant": STACKED},
+                            extra=["-e", "recommend=true", "-e", "campaign_stack_step=2"])
+    assert rc == 0, out
+    assert shown["fleetopt_stacked"] == [], "the search is over: a later stage measures nothing"
+
+
+def test_a_verifying_campaign_measures_in_its_first_stage_only(tmp_path):
+    earlier = tmp_path / "earlier.yml"
+    earlier.write_text(yaml.safe_dump({"status": "measured as a stack", "verify_variant": VERIFY}))
+    rc, shown, out = choose(tmp_path, extra=["-e", "recommended=%s" % earlier, "-e", "campaign_stack_step=2"])
+    assert rc == 0, out
+    assert shown["fleetopt_stacked"] == []
