@@ -39,6 +39,9 @@ from fleetopt import gate
 from fleetopt.hosts import troubled_hosts
 from fleetopt.paths import ROOT
 
+# Runs of optimize.yml for one `fleetopt run --recommend` while its greedy search goes on (each measures up to
+# four steps); the search tries each candidate once, so this bounds catalogs of 4 * 8 candidates.
+MAX_SEARCH_RUNS = 8
 EXIT_OK, EXIT_CAMPAIGN_ERROR, EXIT_REGRESSION, EXIT_GATE_INCOMPLETE, EXIT_GATE_INCONCLUSIVE = 0, 1, 3, 4, 5
 # Secrets read from fleetopt's environment. ansible-runner records the environment it passes
 # to ansible-playbook in its artifacts, so these leave the environment and travel as extra
@@ -174,6 +177,17 @@ def _run(private, playbook, args, extravars, ident, interrupt):
     )
 
 
+def searching(campaign_dir):
+    """Whether the campaign's recommendation says its greedy search has a next step to measure."""
+    import yaml
+
+    try:
+        recommendation = yaml.safe_load((campaign_dir / "recommended.yml").read_text())
+    except (OSError, yaml.YAMLError):
+        return False
+    return isinstance(recommendation, dict) and recommendation.get("outcome") == "searching"
+
+
 def results_dir(args, extravars):
     return pathlib.Path(extravars.get("campaign_results_dir") or ROOT / "results") / args.campaign_id
 
@@ -227,6 +241,14 @@ def main(args):
     interrupt = Interrupt()
     runner = run_playbook("optimize.yml", args, extravars, args.campaign_id, interrupt)
     campaign_dir = results_dir(args, extravars)
+    # optimize.yml measures a few steps of a greedy search per run; the campaign is resumed (finished
+    # cells kept) until the recommendation stops searching.
+    for again in range(1, MAX_SEARCH_RUNS):
+        if interrupt.cancelled() or runner.rc != 0 or not extravars.get("recommend") or not searching(campaign_dir):
+            break
+        print("fleetopt run: the greedy search goes on; resuming campaign %s (run %d)" % (args.campaign_id, again + 1))
+        extravars.pop("fresh", None)
+        runner = run_playbook("optimize.yml", args, extravars, "%s-search%d" % (args.campaign_id, again), interrupt)
     print("fleetopt run: artifacts in %s" % (pathlib.Path(args.artifacts) / args.campaign_id))
 
     if interrupt.cancelled():

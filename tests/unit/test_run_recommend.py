@@ -43,3 +43,25 @@ def test_a_missing_recommendation_is_a_usage_error_before_anything_runs(tmp_path
     args = build_parser().parse_args(["run", "--campaign-id", "c", "--verify", str(tmp_path / "nope.yml")])
     with pytest.raises(SystemExit, match="no such recommendation"):
         campaign_vars(args)
+
+
+def test_recommend_resumes_the_campaign_until_the_greedy_search_ends(tmp_path, monkeypatch):
+    # optimize.yml measures up to four stack stages per run; a longer search goes on in the same campaign.
+    outcomes = ["searching", "searching", "stack"]
+    runs = []
+
+    def playbook(name, args, extravars, ident, interrupt=None):
+        runs.append((name, dict(extravars)))
+        folder = tmp_path / "r" / "c" / "cells" / "h"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "baseline.json").write_text("{}")
+        (tmp_path / "r" / "c" / "recommended.yml").write_text("outcome: %s\n" % outcomes[len(runs) - 1])
+        return type("R", (), {"rc": 0, "stats": {}, "status": "successful"})()
+
+    monkeypatch.setattr(run, "run_playbook", playbook)
+    args = build_parser().parse_args(["run", "--tier", "1", "--campaign-id", "c", "--recommend", "--fresh",
+                                      "--results", str(tmp_path / "r"), "--artifacts", str(tmp_path / "a"), "--quiet"])
+    assert run.main(args) == 0
+    assert [name for name, _ in runs] == ["optimize.yml"] * 3
+    assert runs[0][1].get("fresh") is True and "fresh" not in runs[1][1], "a resumed run keeps what was measured"
+    assert all(extra["campaign_id"] == "c" and extra["recommend"] is True for _, extra in runs)
