@@ -122,6 +122,22 @@ def measured_text(proposal):
     return lines + [""]
 
 
+def search_text(proposal):
+    """The greedy search's steps, each against the configuration it was to improve on."""
+    search = proposal.get("search")
+    if not search:
+        return []
+    lines = ["Greedy search (the full stack was not better than its best single candidate): each step adds one "
+             "candidate to the kept ones and is kept when it improves significantly over them.", ""]
+    lines += ["- %s against %s: %s, %s (%s)" % (" + ".join(step["composes"]), step["against"], step["verdict"],
+                                               "kept" if step["kept"] else "not kept", step["reason"])
+              for step in search["steps"]]
+    if search.get("next"):
+        lines.append("- next step: %s (`-e recommend=true` on the same campaign id measures it)" % " + ".join(
+            search["next"]))
+    return lines + [""]
+
+
 def recommendation_text(proposal):
     """The Recommendation section: what to deploy, its gains and capacity, what was left out."""
     lines = ["**Status: %s.**" % proposal["status"]]
@@ -132,7 +148,7 @@ def recommendation_text(proposal):
         lines[0] += " Measure it: `-e recommend=true` (`fleetopt run --recommend`)."
     lines += ["", "Written to `recommended.yml`. Recommended, in order of measured effect: %s." % (
         ", ".join(proposal["stack"]) or "none (the baseline)"), ""]
-    lines += measured_text(proposal)
+    lines += measured_text(proposal) + search_text(proposal)
     if proposal["candidates"]:
         table = [[c["id"], ", ".join(c["hosts"]), "flags: %s; env: %s" % (_flag_changes(c["flags"]), _flag_changes(c["env"])),
                   "%s at c=%s" % (fmt_change(c["gain"]), c["gain"]["concurrency"]),

@@ -115,3 +115,15 @@ def test_a_stack_no_better_than_the_best_single_candidate_says_so_in_the_report(
     assert recommendation["outcome"] == "best_single" and recommendation["stack"] == ["helps"]
     section = (folder / "report.md").read_text().split("## Campaign")[0]
     assert "not better than the best single candidate helps" in section and "stack_not_better" in section
+
+
+def test_the_greedy_search_is_listed_step_by_step(tmp_path):
+    from fleetopt.report import recommendation_text
+    proposal = {"status": "measured as a stack, found greedily", "stack": ["a", "b"], "candidates": [], "slo": {},
+                "verdict_metric": "output_throughput", "inventory": {}, "launch": {"command": None}, "left_out": [],
+                "measured": None, "search": {"kind": "greedy", "kept": ["a", "b"], "next": None, "steps": [
+                    {"composes": ["a", "b"], "against": "a", "verdict": "improved", "reason": "+9 %", "kept": True},
+                    {"composes": ["a", "b", "c"], "against": "stack_2", "verdict": "neutral", "reason": "+0 %",
+                     "kept": False}]}}
+    text = recommendation_text(proposal)
+    assert "Greedy search" in text and "a + b + c" in text and "kept" in text and "not kept" in text
