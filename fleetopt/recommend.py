@@ -344,7 +344,7 @@ def recommend(summary, cells):
                              "hosts": candidate["hosts"],
                              "reason": "conflicts with %s, which has the larger measured effect (%+.1f %% against "
                                        "%+.1f %%): %s" % (other["id"], other["gain"]["change_pct"],
-                                                         candidate["gain"]["change_pct"], why)})
+                                                          candidate["gain"]["change_pct"], why)})
         else:
             stack.append(candidate)
 
@@ -367,10 +367,10 @@ def recommend(summary, cells):
             if measured["verdict"] == "improved":
                 status, outcome = STATUS_STACKED, "stack"
             else:
-                status, outcome = ("inconclusive: %s improved alone, but measured again in a launch of its own it was "
-                                   "%s against the baseline (%s); the two measurements disagree, keep the baseline "
-                                   "until another one settles it" % (stack[0]["id"], measured["verdict"].replace("_", " "),
-                                                                      measured["reason"]), "inconclusive")
+                outcome = "inconclusive"
+                status = ("inconclusive: %s improved alone, but measured again in a launch of its own it was %s against "
+                          "the baseline (%s); the two measurements disagree, keep the baseline until another one settles "
+                          "it" % (stack[0]["id"], measured["verdict"].replace("_", " "), measured["reason"]))
                 stack, ids, changes = [], [], _union([])
         elif len(stack) > 1 and found:
             best = stack[0]

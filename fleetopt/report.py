@@ -129,9 +129,9 @@ def search_text(proposal):
         return []
     lines = ["Greedy search (the full stack was not better than its best single candidate): each step adds one "
              "candidate to the kept ones and is kept when it improves significantly over them.", ""]
-    lines += ["- %s against %s: %s, %s (%s)" % (" + ".join(step["composes"]), step["against"], step["verdict"],
-                                               "kept" if step["kept"] else "not kept", step["reason"])
-              for step in search["steps"]]
+    lines += ["- %s against %s: %s, %s (%s)" % (
+        " + ".join(step["composes"]), step["against"], step["verdict"], "kept" if step["kept"] else "not kept",
+        step["reason"]) for step in search["steps"]]
     if search.get("next"):
         lines.append("- next step: %s (`-e recommend=true` on the same campaign id measures it)" % " + ".join(
             search["next"]))
