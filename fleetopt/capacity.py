@@ -79,7 +79,7 @@ def _per_trial(by_level, slo):
         if any(not runs for runs in found.values()):
             excluded += 1  # not run at every level (sequential trials): its ladder is incomplete
             continue
-        value, at_least, _ = _ladder([(c, all(_run_holds(r, slo) for r in found[c])) for c in sorted(found)])
+        value, at_least, _reason = _ladder([(c, all(_run_holds(r, slo) for r in found[c])) for c in sorted(found)])
         ladders.append({"launch": key[0], "trial": key[1], "capacity": value, "at_least": at_least})
     return ladders, excluded
 

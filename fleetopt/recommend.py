@@ -50,7 +50,8 @@ from fleetopt import stats
 from fleetopt.summary import AA_VARIANT, BASELINE, COMPARED_METRICS
 from fleetopt.verdicts import apply_aa_gate, overall_verdict
 
-import fleetopt.paths  # noqa: F401  (makes the collection's module_utils importable)
+# Makes the collection's module_utils importable.
+import fleetopt.paths  # noqa: F401  pylint: disable=unused-import
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engine import REDACTED, merge_flags, render_flags
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engines import get_adapter
 

@@ -340,7 +340,7 @@ def parse_slo(pairs):
         return None
     slo = {}
     for pair in pairs:
-        key, _, value = pair.partition("=")
+        key, _sep, value = pair.partition("=")
         if key not in SLO_KEYS:
             raise ValueError("unknown SLO %r in --slo %s; known: %s" % (key, pair, ", ".join(SLO_KEYS)))
         try:

@@ -7,7 +7,8 @@ Usage: scripted_process.py SCENARIO_JSON [ignored engine args...]; or, as a benc
 module run in fleetopt's kept client, `run(scenario, argv)`.
 Scenario: {"lines": [[delay_s, "text"], ...], "serve_health_on": PORT or null,
            "exit_code": N or null (null: stay alive), "spawn_child": bool,
-           "ignore_sigterm": bool, "client_result": PATH or null, "busy_s": S (spin for S s of CPU time),
+           "ignore_sigterm": bool, "client_result": PATH or null,
+           "client_results": [PATH, ...] (the one at the run's --seed, modulo their number), "busy_s": S (spin for S s of CPU time),
            "echo_args": bool (print argv the way SGLang logs server_args),
            "escape_holding_port": PORT (a child leaves the session and listens there),
            "env_file": PATH (its environment, as JSON), "compile_into": VAR (write a file into the
@@ -109,6 +110,9 @@ def run(scenario, args):
         pass
     if scenario.get("client_result"):
         write_client_result(scenario["client_result"], args)
+    if scenario.get("client_results"):
+        results = scenario["client_results"]
+        write_client_result(results[int(args[args.index("--seed") + 1]) % len(results)], args)
     if scenario.get("exit_code") is not None:
         sys.exit(scenario["exit_code"])
     while True:

@@ -4,9 +4,10 @@
 """Action plugin for fleetopt_server: show start-up progress while the module follows the log.
 
 A module cannot print while it runs, and a start-up with CUDA graph capture can take
-minutes. This plugin runs the module in slices (`follow_slice`); each slice returns at
-the next phase change, and the phase is printed before the next slice resumes where
-the last one stopped (the module keeps its place in the log in its state file).
+minutes. This plugin runs the module in slices (`follow_slice`); each slice returns once a new phase
+has lasted a few seconds, or at its end, and the phases seen are printed with their start times
+before the next slice resumes where the last one stopped (the module keeps its place in the log
+in its state file).
 """
 from __future__ import absolute_import, division, print_function
 
@@ -37,7 +38,7 @@ class ActionModule(ActionBase):
             args["follow_slice"] = DEFAULT_SLICE_S
         changed = False
         label = "%s %s:%s" % (args.get("engine", "server"), args.get("name"), args.get("port"))
-        last_phase = None
+        shown = set()
         while True:
             step = self._execute_module(module_name="fleetopt.campaign.fleetopt_server", module_args=args, task_vars=task_vars)
             changed = changed or bool(step.get("changed"))
@@ -46,9 +47,17 @@ class ActionModule(ActionBase):
                 step["changed"] = changed
                 result.update(step)
                 return result
-            phase = server.get("phase") or "launch"
-            if phase != last_phase:
-                display.display("  [%s] %s: %s (%.1f s)" % (host, label, phase, server.get("elapsed_s") or 0.0))
-                last_phase = phase
-            else:
+            new = [name for name in phases_in_order(server) if name not in shown]
+            for name in new:
+                display.display("  [%s] %s: %s (%.1f s)" % (host, label, name, server["phases"][name].get("start_s") or 0.0))
+            shown.update(new)
+            if not new:
+                phase = server.get("phase") or "launch"
                 display.display("  [%s] %s: still in %s (%.1f s)" % (host, label, phase, server.get("elapsed_s") or 0.0))
+
+
+def phases_in_order(server):
+    """The phases seen so far, each shown at its start (launch time, seconds after launch): a
+    slice returns only once a phase has lasted a while, so shorter ones come back together."""
+    phases = server.get("phases") or {}
+    return sorted(phases, key=lambda name: phases[name].get("start_s") or 0.0)

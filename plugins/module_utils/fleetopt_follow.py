@@ -16,6 +16,10 @@ import time
 # What follow_startup ends with.
 READY, DIED, FAILED, TIMEOUT, PROGRESS = "ready", "died", "failed", "timeout", "progress"
 LEASE_RENEW_S = 1.0
+# A slice reports a new phase once it has lasted this long. Shorter phases (vLLM's KV cache and
+# HTTP start, a second or two each) are shown with the next: a slice that ended at each would put
+# a module round trip (seconds over SSH) between the ready line and the moment it is noticed.
+PHASE_REPORT_S = 5.0
 
 
 def follow_startup(watcher, read, process_gone, healthy, deadline, slice_end=None, ready_line=True,
@@ -27,7 +31,8 @@ def follow_startup(watcher, read, process_gone, healthy, deadline, slice_end=Non
     server is gone; `healthy()` whether its health endpoint answers, asked only once the ready
     line was logged (or, with `ready_line` false, once a first phase was). A fatal line ends the
     start-up `crash_settle_s` after it was seen, so the rest of the traceback (often the root
-    cause) is read first. With `slice_end`, a new phase or that time ends it as PROGRESS.
+    cause) is read first. With `slice_end`, that time, or a new phase once it has lasted
+    PHASE_REPORT_S, ends it as PROGRESS.
     """
     phase_before = watcher.phase
     renewed = None
@@ -45,9 +50,16 @@ def follow_startup(watcher, read, process_gone, healthy, deadline, slice_end=Non
                 return READY
         if now >= deadline:
             return TIMEOUT
-        if slice_end is not None and (now >= slice_end or watcher.phase != phase_before):
+        if slice_end is not None and (now >= slice_end or _new_phase_to_report(watcher, phase_before, now)):
             return PROGRESS
         if renew is not None and (renewed is None or now - renewed >= LEASE_RENEW_S):
             renew()
             renewed = now
         sleep(poll_interval)
+
+
+def _new_phase_to_report(watcher, phase_before, now):
+    if watcher.phase is None or watcher.phase == phase_before:
+        return False
+    started = watcher.phases[watcher.phase]["start"]
+    return started is not None and now - started >= PHASE_REPORT_S

@@ -21,9 +21,14 @@ description:
     are skipped and C(timed_out) is true, so a hung server costs one time-out, not one per run.
   - The client runs in a session of its own; it is stopped when this module gets SIGINT, SIGTERM
     or SIGHUP, or when the module's parent (Ansible) goes away.
-  - The companion action plugin runs the module once per run (O(runs)) and prints the level, trial,
-    result and elapsed time after each, so a long benchmark shows progress and no connection sits
-    idle for longer than one run.
+  - Without O(runs), each level gets O(trials) runs and then, with O(target_halfwidth_pct), more runs
+    until the 95 % interval of its mean output throughput is narrow enough or O(max_trials) runs were made
+    (sequential trials). The t quantiles of that interval come from the caller (O(t_quantiles)); this
+    host needs the standard library only.
+  - The companion action plugin runs the module once per level (a one-level O(concurrency), with the
+    level's planned trials, its sequential rule and the quantiles, computed with scipy on the controller)
+    and prints each trial's result and the elapsed time after the call, so a long benchmark shows progress
+    and no connection sits idle for longer than one level.
 version_added: "0.1.0"
 author: fleetopt contributors (@fleetopt)
 options:
@@ -61,21 +66,36 @@ options:
     default: 1
   warmup_per_concurrency:
     description:
-      - Warm-up requests per run are this times the concurrency. They are sent by the same client
-        process immediately before the measured requests (no idle gap in which clocks drop), at the
-        same concurrency limit, and are excluded from the statistics.
+      - Warm-up requests of a level are this times its concurrency (1 is one wave of requests). They are sent by
+        the same client process immediately before the level's first measured requests (no idle gap in which
+        clocks drop), at the same concurrency limit, and are excluded from the statistics.
+      - A warm-up is for what the measured requests must not pay - the first requests a newly launched server
+        serves, and the batch sizes a higher concurrency brings. So only a level higher than every level this
+        server has completed a run at (in this call, or before it - O(served_concurrency)) warms up; a level
+        no higher follows a run that exercised its batch sizes, in the same client with no idle gap, and
+        gets none. A level's later trials follow its first at once and get none either.
     type: int
     default: 2
   warmup_every_trial:
     description:
-      - Warm up before every trial. By default only a level's first trial warms up - its later trials follow
-        it in the same client with no idle gap, and warm-ups would only add to the client's overhead.
+      - Warm up before every run, with max(O(min_warmups), O(warmup_per_concurrency) x concurrency) requests,
+        whatever was served before.
     type: bool
     default: false
   min_warmups:
-    description: ... but never fewer warm-up requests than this (a compiled engine needs a few to settle).
+    description:
+      - The fewest warm-up requests of a newly launched server's first level (O(served_concurrency) 0 and no run
+        completed yet) - its cold start (lazy initialisation, first compiled shapes) needs a few to settle.
+        Later levels get one wave's worth (O(warmup_per_concurrency)) only.
     type: int
     default: 8
+  served_concurrency:
+    description:
+      - The highest concurrency this server has already completed a run at in this benchmark, in earlier calls
+        (the action plugin gives it for each level after the first); 0 for a server not benchmarked yet.
+        Decides which levels warm up (O(warmup_per_concurrency)).
+    type: int
+    default: 0
   prompts_per_concurrency:
     description: Prompts per run are this times the concurrency (upstream guidance is at least 5)...
     type: int
@@ -111,8 +131,9 @@ options:
     default: 600
   runs:
     description:
-      - The runs to measure in this call, as C([concurrency, trial]) pairs; omitted, every trial of
-        every level in O(concurrency). The action plugin gives one run per call.
+      - The runs to measure in this call, as C([concurrency, trial]) pairs, exactly these (no sequential
+        trials, no RV(precision)); omitted, every level in O(concurrency) with its planned and sequential
+        trials.
     type: list
     elements: list
   lease_path:
@@ -151,14 +172,17 @@ options:
     default: false
   max_trials:
     description:
-      - Sequential trials (applied by the action plugin, on the controller) - the most runs a level may
-        get while its interval is wider than O(target_halfwidth_pct). Below O(trials), O(trials) is used.
+      - Sequential trials - the most runs a level may get while its interval is wider than
+        O(target_halfwidth_pct). Below O(trials), O(trials) is used.
     type: int
     default: 0
   target_halfwidth_pct:
     description:
-      - Sequential trials - a level gets runs beyond O(trials), up to O(max_trials), until the 95 % interval
-        of its mean output throughput is within this many percent of the mean. 0 turns it off.
+      - Sequential trials - a level gets runs beyond O(trials), up to O(max_trials), until the half-width of the
+        95 % t-interval of its mean output throughput (over its runs that succeeded) is within this many percent
+        of the mean. 0 turns it off. Needs O(t_quantiles). Not applied to O(runs).
+      - A failed run adds no value and the level goes on; a run whose server died or that timed out ends the
+        benchmark, and every planned run after it is skipped.
     type: float
     default: 0
   slo:
@@ -178,6 +202,15 @@ options:
       p99_itl_ms:
         description: Inter-token latency.
         type: float
+  t_quantiles:
+    description:
+      - Student's t 97.5 % quantiles for 1, 2, ... degrees of freedom (element df - 1 for df), at least
+        max(O(trials), O(max_trials)) - 1 of them; they make the 95 % interval of RV(precision) and of the
+        sequential rule. The action plugin computes them with C(scipy.stats.t.ppf) on the controller, so the
+        statistics are scipy's while this host needs only the standard library. Required with
+        O(target_halfwidth_pct); without it, RV(precision) reports no half-width.
+    type: list
+    elements: float
   extra_args:
     description: Extra client arguments.
     type: list
@@ -235,11 +268,14 @@ client:
   elements: str
 precision:
   description:
-    - Per level, from the action plugin - trials made, the interval half-width of the mean output
-      throughput in percent, and what ended the level (C(target), C(budget), C(off), C(ended)).
-  returned: when the action plugin ran the benchmark
+    - Per level - runs made (C(trials)), runs that succeeded (C(ok_trials)), the half-width of the 95 % interval of
+      the mean output throughput in percent (C(halfwidth_pct)), the target, and what ended the level (C(target),
+      C(budget), C(off), C(ended)).
+  returned: when the levels were planned (no O(runs) given)
   type: list
   elements: dict
+  sample: [{"concurrency": 4, "trials": 3, "ok_trials": 3, "halfwidth_pct": 2.1, "target_halfwidth_pct": 3.0,
+            "stopped_by": "target"}]
 client_wall_s:
   description: Wall time of the benchmark's module calls, client start-up and warm-ups included (action plugin).
   returned: when the action plugin ran the benchmark
@@ -251,6 +287,7 @@ measured_s:
 """
 
 import inspect
+import math
 import os
 import signal
 import subprocess
@@ -264,10 +301,15 @@ from ansible_collections.fleetopt.campaign.plugins.module_utils import fleetopt_
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_process import pid_alive, process_identity, same_process, session_pids, signal_session
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_supervisor import read_json, write_json, write_lease
 
+# The server and the client are checked this often while a run goes on; its answer is looked for
+# every DONE_POLL_S, so a finished run is noticed at once (a file's existence costs nothing).
 WATCH_INTERVAL_S = 0.2
+DONE_POLL_S = 0.01
 # A client busy for this share of a core during its run may be what limits the measurement.
 CLIENT_BOUND_SHARE = 0.9
 OUTPUT_TAIL_CHARS = 1500
+# Sequential trials judge a level's precision on this metric.
+PRECISION_METRIC = "output_throughput"
 
 
 MEASURE_ARGS = ["python", "base_url", "served_model_name", "tokenizer", "concurrency", "result_dir", "name"]
@@ -305,6 +347,8 @@ def module_args():
         max_trials=dict(type="int", default=0),
         target_halfwidth_pct=dict(type="float", default=0.0),
         slo=dict(type="dict", options=dict((key, dict(type="float")) for key in SLO_KEYS)),
+        t_quantiles=dict(type="list", elements="float"),
+        served_concurrency=dict(type="int", default=0),
         extra_args=dict(type="list", elements="str", default=[]),
         api_key=dict(type="str", no_log=True),
     )
@@ -456,6 +500,7 @@ def run_client(guard, p, argv, env, output_path):
     deadline = time.time() + p["level_timeout"]
     renewed = time.time()
     while not os.path.exists(done_path):
+        watched = time.time()
         if guard.orphaned():
             guard.stop_client()
             sys.exit(1)
@@ -471,12 +516,13 @@ def run_client(guard, p, argv, env, output_path):
         if time.time() - renewed >= 5.0:
             renew(p)
             renewed = time.time()
-        time.sleep(WATCH_INTERVAL_S)
+        while time.time() - watched < WATCH_INTERVAL_S and not os.path.exists(done_path):
+            time.sleep(DONE_POLL_S)
     answer = read_json(done_path) or {}
     return answer.get("exit_code"), not server_running(p["server_pid"]), False, answer
 
 
-def measure_level(module, guard, adapter, concurrency, trial, env):
+def measure_level(module, guard, adapter, concurrency, trial, env, warmups):
     p = module.params
     stem = "%s-c%d-t%d" % (p["name"], concurrency, trial)
     result_path = os.path.join(p["result_dir"], stem + ".json")
@@ -484,9 +530,6 @@ def measure_level(module, guard, adapter, concurrency, trial, env):
     if os.path.exists(result_path):
         os.remove(result_path)  # clients append (SGLang JSONL); a stale record must not be read
     num_prompts = max(p["min_prompts"], p["prompts_per_concurrency"] * concurrency)
-    # The runs of a level follow each other in one client with no idle gap: only the first warms up.
-    warm = trial == 1 or p["warmup_every_trial"]
-    warmups = max(p["min_warmups"], p["warmup_per_concurrency"] * concurrency) if warm else 0
     argv = adapter.bench_command(
         p["python"], p["base_url"], p["served_model_name"], p["tokenizer"], concurrency,
         num_prompts, p["input_len"], p["output_len"], p["seed"] + trial - 1, result_path, p["extra_args"],
@@ -525,10 +568,111 @@ def measure_level(module, guard, adapter, concurrency, trial, env):
     return level, died, timed_out, argv
 
 
-def planned_runs(p):
-    if p["runs"]:
-        return [(int(c), int(t)) for c, t in p["runs"]]
-    return [(c, t) for c in p["concurrency"] for t in range(1, p["trials"] + 1)]
+def halfwidth_pct(values, quantiles):
+    """Half-width of the 95 % t-interval of the mean, in percent of the mean (None below 2 values).
+
+    `quantiles[df - 1]` is Student's t 97.5 % quantile for df degrees of freedom, computed by the
+    controller with scipy (this host has the standard library only).
+    """
+    if len(values) < 2:
+        return None
+    mean = sum(values) / len(values)
+    if mean == 0:
+        return None
+    variance = sum((v - mean) ** 2 for v in values) / (len(values) - 1)
+    return quantiles[len(values) - 2] * math.sqrt(variance / len(values)) / abs(mean) * 100.0
+
+
+class Benchmark:
+    """The runs of one call: their records, and whether one of them ended the benchmark."""
+
+    def __init__(self, module, guard, adapter, env):
+        self.module, self.guard, self.adapter, self.env = module, guard, adapter, env
+        self.p = module.params
+        self.levels, self.client = [], []
+        self.died = self.timed_out = False
+        # The highest concurrency this server has completed a run at in this benchmark (earlier calls included).
+        self.served = self.p["served_concurrency"]
+
+    @property
+    def ended(self):
+        return self.died or self.timed_out
+
+    def skip(self, concurrency, trial):
+        self.levels.append({"concurrency": concurrency, "trial": trial, "status": "skipped", "metrics": None,
+                            "reason": "the server had exited" if self.died else "an earlier run timed out"})
+
+    def warmups(self, concurrency, trial):
+        """Warm-up requests before this run, sent by the same client right before its measured ones.
+
+        A warm-up is there for what the measured requests must not pay: the first requests a newly
+        launched server serves (lazy initialisation, first compiled shapes, allocator growth), and
+        the batch sizes a higher concurrency brings. So:
+        - a level no higher than one this server has already completed a run at gets none: its
+          batch sizes were exercised, and it follows that run in the same client with no idle gap;
+        - a higher level gets one wave: warmup_per_concurrency x its concurrency (1: exactly one wave);
+        - a new server's first level gets at least min_warmups (it settles the cold start);
+        - a level's later trials follow its first at once and get none.
+        warmup_every_trial restores a full warm-up, max(min_warmups, warmup_per_concurrency x c), before every run.
+        """
+        p = self.p
+        if p["warmup_every_trial"]:
+            return max(p["min_warmups"], p["warmup_per_concurrency"] * concurrency)
+        if trial != 1 or concurrency <= self.served:
+            return 0
+        wave = p["warmup_per_concurrency"] * concurrency
+        return max(p["min_warmups"], wave) if self.served <= 0 else wave
+
+    def run(self, concurrency, trial):
+        level, self.died, self.timed_out, argv = measure_level(self.module, self.guard, self.adapter,
+                                                               concurrency, trial, self.env,
+                                                               self.warmups(concurrency, trial))
+        self.client = self.client or redact_argv(argv, [self.p["api_key"]] if self.p["api_key"] else [])
+        self.levels.append(level)
+        if level["status"] == "ok":
+            self.served = max(self.served, concurrency)
+        renew(self.p)
+        return level
+
+    def measure_runs(self, runs):
+        for concurrency, trial in runs:
+            if self.ended:
+                self.skip(concurrency, trial)
+            else:
+                self.run(concurrency, trial)
+
+    def measure_sequential(self, concurrency):
+        """One level: its planned trials, then more while its interval is too wide (up to max_trials).
+
+        Returns the level's precision record; after a run that ended the benchmark, the level's
+        planned trials left are skipped (and every planned trial of a level reached after it).
+        """
+        p = self.p
+        trials = p["trials"]
+        max_trials = max(p["max_trials"], trials)
+        target = p["target_halfwidth_pct"]
+        if self.ended:
+            for trial in range(1, trials + 1):
+                self.skip(concurrency, trial)
+            return {"concurrency": concurrency, "trials": 0, "ok_trials": 0, "halfwidth_pct": None,
+                    "target_halfwidth_pct": target or None, "stopped_by": "ended"}
+        values, made, width = [], 0, None
+        while made < trials or (target > 0 and made < max_trials and (width is None or width > target)):
+            level = self.run(concurrency, made + 1)
+            made += 1
+            if level["status"] == "ok":
+                values.append(float(level["metrics"].get(PRECISION_METRIC) or 0.0))
+                width = halfwidth_pct(values, p["t_quantiles"]) if target > 0 else None
+            if self.ended:
+                for trial in range(made + 1, trials + 1):
+                    self.skip(concurrency, trial)
+                break
+        quantiles = p["t_quantiles"] or []
+        width = halfwidth_pct(values, quantiles) if len(values) - 1 <= len(quantiles) else None
+        return {"concurrency": concurrency, "trials": made, "ok_trials": len(values), "halfwidth_pct": width,
+                "target_halfwidth_pct": target or None,
+                "stopped_by": ("ended" if self.ended else "off" if target <= 0
+                               else "target" if width is not None and width <= target else "budget")}
 
 
 def main():
@@ -544,6 +688,10 @@ def main():
     if module.check_mode:
         module.exit_json(changed=False, levels=[], server_died=False, timed_out=False, client=[],
                          msg="would stop the kept benchmark client" if p["release_client"] else "would benchmark")
+    if (not p["release_client"] and not p["runs"] and p["target_halfwidth_pct"] > 0
+            and len(p["t_quantiles"] or []) < max(p["max_trials"], p["trials"]) - 1):
+        module.fail_json(msg="target_halfwidth_pct needs t_quantiles: Student's t 97.5 %% quantiles for 1 to %d degrees "
+                             "of freedom (the action plugin computes them with scipy)" % (max(p["max_trials"], p["trials"]) - 1))
     bench_env = adapter.bench_env()
     env = dict(os.environ, **bench_env)
     if p["api_key"]:
@@ -560,21 +708,20 @@ def main():
     guard = ClientGuard()
     guard.client = KeptClient(p, env_facts)
     renew(p)
-    levels = []
-    died = timed_out = False
-    client = []
-    for concurrency, trial in planned_runs(p):
-        if died or timed_out:
-            levels.append({"concurrency": concurrency, "trial": trial, "status": "skipped", "metrics": None,
-                           "reason": "the server had exited" if died else "an earlier run timed out"})
-            continue
-        level, died, timed_out, argv = measure_level(module, guard, adapter, concurrency, trial, env)
-        client = client or redact_argv(argv, [p["api_key"]] if p["api_key"] else [])
-        levels.append(level)
+    bench = Benchmark(module, guard, adapter, env)
+    if p["runs"]:
+        bench.measure_runs([(int(c), int(t)) for c, t in p["runs"]])
+        precision = None
+    else:
+        precision = [bench.measure_sequential(concurrency) for concurrency in p["concurrency"]]
     if not p["keep_client"]:
         guard.client.release()
     renew(p)
-    module.exit_json(changed=True, levels=levels, server_died=died, timed_out=timed_out, client=client)
+    result = dict(changed=True, levels=bench.levels, server_died=bench.died, timed_out=bench.timed_out,
+                  client=bench.client)
+    if precision is not None:
+        result["precision"] = precision
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

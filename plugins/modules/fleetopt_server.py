@@ -147,8 +147,9 @@ options:
     default: 256
   follow_slice:
     description:
-      - Return after this many seconds, or at the next phase change, with C(status=starting)
-        while the server is still starting. Used by the action plugin to show progress.
+      - Return after this many seconds, or once a new phase has lasted 5 seconds, with
+        C(status=starting) while the server is still starting. Shorter phases come back with the
+        next, so the last seconds before the ready line are never spent between two calls. Used by the action plugin to show progress.
         Omit to wait until ready, crashed or timed out.
     type: float
   cache_dir:

@@ -45,9 +45,11 @@ def breakdown(campaign_dir):
     """Where the client's time went that it did not measure, summed over the campaign's runs.
 
     - module calls: the cell's client wall time beyond its client's runs (Ansible shipping and
-      starting the module once per run, watching the server, releasing the client);
-    - warm-ups: the requests sent before a level's measured ones, estimated as the measured
-      duration times warm-ups per measured prompt (same prompts, same concurrency);
+      starting the module once per level - once per run before the level became one call -,
+      watching the server, releasing the client);
+    - warm-ups: the requests sent before a level's measured ones (only where the level is new to
+      the server), estimated as the measured duration times warm-ups per measured prompt (same
+      prompts, same concurrency);
     - client start: a run that started the client, beyond its warm-ups, set-up and measurement
       (the set-up estimated as the median of the campaign's other runs);
     - per-run set-up: the rest of each run (dataset, tokenizer, result file).

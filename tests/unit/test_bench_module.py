@@ -72,6 +72,11 @@ def test_check_mode_runs_nothing(tmp_path):
                                                 tokenizer="/t", concurrency=[1], result_dir=str(tmp_path / "c"), name="v"),
                          check_mode=True)
     assert checked["levels"] == [] and not (tmp_path / "c").exists()
+    # The action plugin hands check mode to the module as it is: no quantiles, and none needed.
+    sequential = run_module("fleetopt_bench", dict(engine="vllm", python="/x", base_url="u", served_model_name="m",
+                                                   tokenizer="/t", concurrency=[1], result_dir=str(tmp_path / "c"), name="v",
+                                                   trials=2, max_trials=4, target_halfwidth_pct=3.0), check_mode=True)
+    assert not sequential.get("failed") and sequential["levels"] == [], sequential
 
 
 def test_a_run_that_times_out_ends_the_benchmark(scripted_python, tmp_path):
@@ -285,3 +290,89 @@ def test_the_slos_reach_the_client_as_its_goodput_option(scripted_python, tmp_pa
 def test_an_slo_fleetopt_does_not_know_is_refused(tmp_path):
     result = bench(sys.executable, tmp_path, concurrency=[1], slo={"p50_ttft_ms": 10.0})
     assert result.get("failed") and "p50_ttft_ms" in result["msg"]
+
+
+def results_with_throughputs(tmp_path, values):
+    """Recorded client results that differ only in output throughput, one per run's seed."""
+    paths = []
+    for number, value in enumerate(values):
+        data = json.load(open(RESULT))
+        data["output_throughput"] = value
+        path = tmp_path / ("result-%d.json" % number)
+        path.write_text(json.dumps(data))
+        paths.append(str(path))
+    return paths
+
+
+def t_quantiles(max_trials):
+    from scipy import stats
+    return [float(stats.t.ppf(0.975, df)) for df in range(1, max_trials)]
+
+
+def test_a_level_gets_more_trials_until_its_interval_is_narrow_enough(scripted_python, tmp_path):
+    # Equal throughputs: after the planned trial and one more, the interval has no width.
+    python = scripted_python({"lines": [], "client_results": results_with_throughputs(tmp_path, [100.0]), "exit_code": 0})
+    result = bench(python, tmp_path, concurrency=[1, 4], trials=1, max_trials=4, target_halfwidth_pct=3.0,
+                   t_quantiles=t_quantiles(4))
+    assert [(lv["concurrency"], lv["trial"]) for lv in result["levels"]] == [(1, 1), (1, 2), (4, 1), (4, 2)]
+    assert [(pr["concurrency"], pr["trials"], pr["ok_trials"], pr["stopped_by"]) for pr in result["precision"]] == [
+        (1, 2, 2, "target"), (4, 2, 2, "target")]
+    assert result["precision"][0]["halfwidth_pct"] == 0.0
+
+
+def test_a_level_that_stays_noisy_stops_at_the_trial_budget_with_scipys_interval(scripted_python, tmp_path):
+    values = [100.0, 200.0, 100.0, 200.0]
+    python = scripted_python({"lines": [], "client_results": results_with_throughputs(tmp_path, values), "exit_code": 0})
+    result = bench(python, tmp_path, concurrency=[4], trials=2, max_trials=3, target_halfwidth_pct=3.0,
+                   t_quantiles=t_quantiles(3))
+    assert [lv["trial"] for lv in result["levels"]] == [1, 2, 3]
+    precision = result["precision"][0]
+    from scipy import stats
+    measured = values[:3]
+    mean = sum(measured) / 3
+    expected = stats.t.ppf(0.975, 2) * stats.sem(measured) / mean * 100
+    assert precision["stopped_by"] == "budget" and precision["trials"] == 3
+    assert abs(precision["halfwidth_pct"] - expected) < 1e-9, precision
+
+
+def test_without_a_target_a_level_gets_its_planned_trials(scripted_python, tmp_path):
+    python = scripted_python({"lines": [], "client_result": RESULT, "exit_code": 0})
+    result = bench(python, tmp_path, concurrency=[4], trials=2, max_trials=4)
+    assert [lv["trial"] for lv in result["levels"]] == [1, 2]
+    assert result["precision"][0]["stopped_by"] == "off"
+
+
+def test_sequential_trials_need_the_controllers_t_quantiles(scripted_python, tmp_path):
+    python = scripted_python({"lines": [], "client_result": RESULT, "exit_code": 0})
+    result = bench(python, tmp_path, concurrency=[4], trials=2, max_trials=4, target_halfwidth_pct=3.0,
+                   t_quantiles=[12.7])
+    assert result.get("failed") and "needs t_quantiles" in result["msg"], result
+
+
+def test_a_run_that_ends_the_benchmark_mid_level_skips_the_rest_of_the_plan(scripted_python, tmp_path):
+    python = scripted_python({"lines": [[30, "never"]], "exit_code": 0})
+    result = bench(python, tmp_path, concurrency=[1, 4], trials=2, max_trials=4, target_halfwidth_pct=3.0,
+                   t_quantiles=t_quantiles(4), level_timeout=1)
+    assert result["timed_out"] is True
+    assert [(lv["concurrency"], lv["trial"], lv["status"]) for lv in result["levels"]] == [
+        (1, 1, "failed"), (1, 2, "skipped"), (4, 1, "skipped"), (4, 2, "skipped")]
+    assert result["precision"][0]["stopped_by"] == "ended"
+
+
+def test_a_level_warms_up_only_above_every_concurrency_the_server_has_served(scripted_python, tmp_path):
+    python = scripted_python({"lines": [], "client_result": RESULT, "exit_code": 0})
+    # A fresh server: its first level gets at least min_warmups; a later, higher level one wave
+    # of warmup_per_concurrency * c; a level no higher than one already served, none.
+    fresh = bench(python, tmp_path, concurrency=[4, 1, 16], warmup_per_concurrency=1, name="fresh")
+    assert [lv["warmups"] for lv in fresh["levels"]] == [8, 0, 16]
+    # A call that continues a benchmark (the action plugin's next level) says what was served.
+    later = bench(python, tmp_path, concurrency=[4, 6], warmup_per_concurrency=1, served_concurrency=4, name="later")
+    assert [lv["warmups"] for lv in later["levels"]] == [0, 6]
+
+
+def test_a_finished_run_is_noticed_at_once_not_at_the_next_server_check(scripted_python, tmp_path):
+    # The module's time around a run beyond the client's own is overhead the measurement pays per run.
+    python = scripted_python({"lines": [], "client_result": RESULT, "exit_code": 0})
+    result = bench(python, tmp_path, concurrency=[1], trials=6)
+    gaps = sorted(lv["duration_s"] - lv["client_run_s"] for lv in result["levels"][1:])
+    assert gaps[len(gaps) // 2] < 0.08, gaps

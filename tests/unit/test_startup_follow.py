@@ -2,7 +2,7 @@
 processes: the log, the process, the health check and the clock are stand-ins."""
 import pytest
 
-from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_follow import follow_startup
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_follow import PHASE_REPORT_S, follow_startup
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_logwatch import LogWatcher
 
 INIT = "INFO Initializing a V1 LLM engine (v0.32.0) with config\n"
@@ -82,14 +82,23 @@ def test_past_the_deadline_the_start_up_timed_out(vllm_spec):
     assert host.now == pytest.approx(1005.0)
 
 
-def test_a_slice_ends_at_a_new_phase_or_at_its_end(vllm_spec):
+def test_a_slice_ends_once_a_new_phase_has_lasted_the_report_time_or_at_its_end(vllm_spec):
     host = Host(["", INIT, WEIGHTS])
-    outcome, watcher = host.follow(vllm_spec, slice_s=10.0)
-    assert outcome == "progress" and watcher.phase == "engine_init"
-    outcome, watcher = host.follow(vllm_spec, watcher=watcher, slice_s=10.0)
+    outcome, watcher = host.follow(vllm_spec, slice_s=30.0)
     assert outcome == "progress" and watcher.phase == "weights"
+    assert host.now - watcher.phases["weights"]["start"] == pytest.approx(PHASE_REPORT_S, abs=0.1 + 1e-9)
     quiet = Host([])
     assert quiet.follow(vllm_spec, slice_s=2.0)[0] == "progress" and quiet.now == pytest.approx(1002.0)
+
+
+def test_short_phases_before_the_ready_line_do_not_end_the_slice(vllm_spec):
+    # vLLM's last phases (KV cache, HTTP) take a second or two. A slice that ended at each
+    # would put a module round trip (seconds over SSH) between the ready line and its notice.
+    short = [""] * int(PHASE_REPORT_S / 0.1 / 2)
+    host = Host(["", INIT] + short + [WEIGHTS] + short + [HTTP] + short + [READY])
+    outcome, watcher = host.follow(vllm_spec, slice_s=60.0)
+    assert outcome == "ready" and watcher.phase_order == ["engine_init", "weights", "http"]
+    assert host.now - watcher.ready_at < 0.1 + 1e-9
 
 
 def test_the_lease_is_renewed_about_once_a_second_while_it_waits(vllm_spec):

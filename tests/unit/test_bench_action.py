@@ -1,0 +1,91 @@
+"""The fleetopt_bench action plugin on the controller: one module call per level, carrying the
+level's planned trials, its sequential rule and the t quantiles from scipy; progress per trial."""
+from unittest import mock
+
+import pytest
+from scipy import stats
+
+from ansible.plugins.action import ActionBase
+from ansible_collections.fleetopt.campaign.plugins.action import fleetopt_bench as action_plugin
+
+ARGS = dict(engine="vllm", python="/py", base_url="http://127.0.0.1:9", served_model_name="m", tokenizer="/t",
+            concurrency=[1, 4], result_dir="/r", name="baseline", trials=2, max_trials=4, target_halfwidth_pct=3.0)
+
+
+def level_answer(args, throughputs=(100.0, 101.0), ended=None):
+    """What the module answers for one level: its runs, their precision, whether the benchmark ended."""
+    concurrency = args["concurrency"][0]
+    levels = [{"concurrency": concurrency, "trial": t, "status": "ok", "client_started": t == 1 and concurrency == 1,
+               "metrics": {"output_throughput": v, "duration_s": 2.0}} for t, v in enumerate(throughputs, 1)]
+    if ended:
+        levels[-1].update(status="failed", metrics=None, reason="the server exited during the benchmark")
+    return {"changed": True, "levels": levels, "client": ["/py", "-m", "vllm"], "server_died": ended == "died",
+            "timed_out": False,
+            "precision": [{"concurrency": concurrency, "trials": len(levels), "ok_trials": len(levels) - bool(ended),
+                           "halfwidth_pct": 1.0, "target_halfwidth_pct": 3.0,
+                           "stopped_by": "ended" if ended else "target"}]}
+
+
+@pytest.fixture
+def run_action(monkeypatch):
+    monkeypatch.setattr(ActionBase, "run", lambda self, tmp=None, task_vars=None: {})
+    shown = []
+    monkeypatch.setattr(action_plugin.display, "display", lambda msg, *a, **k: shown.append(msg))
+
+    def run(args, answers):
+        task = mock.MagicMock()
+        task.args = dict(args)
+        context = mock.MagicMock(check_mode=False)
+        plugin = action_plugin.ActionModule(task, mock.MagicMock(), context, mock.MagicMock(), mock.MagicMock(),
+                                            mock.MagicMock())
+        calls = []
+
+        def execute(module_name=None, module_args=None, task_vars=None, **_):
+            calls.append(dict(module_args))
+            if module_args.get("release_client"):
+                return {"changed": True}
+            return answers(module_args)
+        plugin._execute_module = execute
+        return plugin.run(task_vars={"inventory_hostname": "h1"}), calls, shown
+    return run
+
+
+def test_one_module_call_per_level_carries_its_trials_its_rule_and_scipys_t_quantiles(run_action):
+    result, calls, shown = run_action(ARGS, level_answer)
+    measuring = [c for c in calls if not c.get("release_client")]
+    assert [c["concurrency"] for c in measuring] == [[1], [4]], "one call per level"
+    quantiles = [float(stats.t.ppf(0.975, df)) for df in range(1, 4)]
+    for call in measuring:
+        assert not call.get("runs") and call["trials"] == 2 and call["max_trials"] == 4
+        assert call["target_halfwidth_pct"] == 3.0 and call["t_quantiles"] == pytest.approx(quantiles)
+        assert call["keep_client"] is True
+    # The next level is told what the server has served, so it warms up only where it is new.
+    assert [c["served_concurrency"] for c in measuring] == [0, 1]
+    assert calls[-1].get("release_client"), "a cell without a client folder of its own releases its client"
+    assert [(lv["concurrency"], lv["trial"]) for lv in result["levels"]] == [(1, 1), (1, 2), (4, 1), (4, 2)]
+    assert [p["concurrency"] for p in result["precision"]] == [1, 4]
+    assert result["measured_s"] == 8.0 and result["client_wall_s"] >= 0
+    progress = [line for line in shown if "trial" in line]
+    assert len(progress) == 4, shown
+    assert "[h1] baseline: c=1 trial 1/2: 100.0 output tok/s" in progress[0]
+    assert "c=4 trial 2/2: 101.0 output tok/s" in progress[3]
+
+
+def test_trials_beyond_the_plan_are_shown_against_the_budget(run_action):
+    result, _, shown = run_action(dict(ARGS, concurrency=[4]), lambda a: level_answer(a, (100.0, 130.0, 90.0)))
+    assert "c=4 trial 3/4" in [line for line in shown if "trial" in line][2]
+
+
+def test_a_level_that_ends_the_benchmark_skips_the_levels_left(run_action):
+    result, calls, _ = run_action(dict(ARGS, concurrency=[1, 4, 16]),
+                                  lambda a: level_answer(a, (100.0, 100.0), ended="died"))
+    assert [c["concurrency"] for c in calls if not c.get("release_client")] == [[1]]
+    assert not any(c.get("release_client") for c in calls), "a client the ended run stopped is not released"
+    assert result["server_died"] is True
+    assert [(lv["concurrency"], lv["status"]) for lv in result["levels"]] == [
+        (1, "ok"), (1, "failed"), (4, "skipped"), (4, "skipped"), (16, "skipped"), (16, "skipped")]
+
+
+def test_a_call_for_given_runs_goes_to_the_module_as_it_is(run_action):
+    result, calls, _ = run_action(dict(ARGS, runs=[[4, 2]]), lambda a: {"levels": [], "passed": True})
+    assert calls == [dict(ARGS, runs=[[4, 2]])] and result["passed"] is True
