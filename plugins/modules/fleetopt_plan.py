@@ -300,15 +300,26 @@ def own_server_pids(run_dir):
     return pids
 
 
+def baseline_again(baseline, variant_id, title, baseline_of=None):
+    """The baseline planned once more under another id: the A/A check, or the baseline of a stack's stage."""
+    return dict(baseline, id=variant_id, title=title, baseline_of=baseline_of)
+
+
 def plan_variants(adapter, entries, baseline_flags, baseline_env, host, model, engine_version, aa=False,
                   patches=()):
     base_flags = merge_flags(adapter.baseline_flags(), baseline_flags)
     variants = [{
         "id": "baseline", "title": "Baseline", "tier": 0, "applicable": True, "reason": None,
         "flags": adapter.normalize_flags(base_flags), "env": dict(baseline_env), "catalog_flags": {},
-        "conflicts": [], "stacked": None,
+        "conflicts": [], "stacked": None, "baseline_of": None,
     }]
     for entry in entries:
+        stage_baseline = (entry.get("stacked") or {}).get("baseline")
+        if stage_baseline:
+            # Measured just before the stack (and after it in the reversed rounds), not hours earlier with the
+            # matrix: a drift of the host between the two must not pose as the stack's effect.
+            variants.append(baseline_again(variants[0], stage_baseline, "Baseline again beside %s" % entry["id"],
+                                           baseline_of=entry["id"]))
         flags = adapter.normalize_flags(merge_flags(base_flags, entry.get("flags")))
         reasons = unmet_requirements(entry.get("requires") or {}, host, model, engine_version, patches)
         reasons += ["%s: %s" % (flag, why) for flag, why in adapter.unsupported_flags(flags)]
@@ -330,9 +341,10 @@ def plan_variants(adapter, entries, baseline_flags, baseline_env, host, model, e
             # A stack of optimizations (the recommendation's): which ones it composes, and the campaign whose
             # recommendation it verifies; recorded in its cell, where the report reads it.
             "stacked": entry.get("stacked"),
+            "baseline_of": None,
         })
     if aa:
-        variants.append(dict(variants[0], id="baseline_aa", title="Baseline again (A/A noise check)"))
+        variants.append(baseline_again(variants[0], "baseline_aa", "Baseline again (A/A noise check)"))
     for order, variant in enumerate(variants):
         variant["order"] = order
     return variants

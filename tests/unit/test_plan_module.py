@@ -213,3 +213,21 @@ def test_a_stacked_variant_removes_what_its_candidates_remove_and_says_what_it_c
     assert variants["stack"]["env"] == {"OMP_BIND": "nobind"}
     assert variants["stack"]["stacked"] == {"composes": ["compile", "unbound"], "verifies": None}
     assert variants["baseline"]["stacked"] is None
+
+
+def test_a_stack_measured_after_the_matrix_gets_the_baseline_again_just_before_it(engine_python, model_dir,
+                                                                                  tmp_path, port):
+    # The matrix's baseline may be hours old when the stack is measured: the stack stage measures the baseline
+    # again beside the stack (planned like the A/A copy, under the name the stacked variant gives it), so that
+    # the ABBA order of launches brackets the stack with it and a drift of the host cannot pose as its effect.
+    stacked = {"id": "stack_2", "title": "Greedy step: compile + async", "tier": 0, "flags": {"--enforce-eager": None},
+               "stacked": {"composes": ["compile", "async"], "baseline": "baseline_stack_2"}}
+    catalog = dict(CATALOG, optimizations=CATALOG["optimizations"] + [stacked])
+    result = plan(engine_python(), model_dir, tmp_path, port, catalog=catalog, only=["stack_2"], aa=True)
+    assert [v["id"] for v in result["variants"]] == ["baseline", "baseline_stack_2", "stack_2", "baseline_aa"]
+    variants = {v["id"]: v for v in result["variants"]}
+    again = variants["baseline_stack_2"]
+    assert (again["flags"], again["env"]) == (variants["baseline"]["flags"], variants["baseline"]["env"])
+    assert again["baseline_of"] == "stack_2" and again["stacked"] is None and again["applicable"]
+    assert [v["order"] for v in result["variants"]] == [0, 1, 2, 3]
+    assert variants["stack_2"]["baseline_of"] is None and variants["baseline_aa"]["baseline_of"] is None
