@@ -20,9 +20,14 @@ baseline with every candidate's changes, a catalog entry whose `stacked.composes
 which `-e recommend=true` measures as one more cell of the campaign. A single candidate is
 measured again too: chosen as the best of several variants, its own measurement overstates its
 gain (the winner's curse), and a launch of its own gives the gain that did not choose it (improved:
-`measured as a stack`; anything else: `inconclusive`, keep the baseline). Once that cell is in, the
-stack is compared with the baseline (its gain with the interval) and, level by level on the same
-host, with the best single candidate (the one of largest measured effect):
+`measured as a stack`; anything else: `inconclusive`, keep the baseline). The stack stage measures the
+baseline again beside the stack (`stacked.baseline`, e.g. `baseline_stack`: planned just before it, so
+the ABBA order brackets the stack with it), because the matrix's baseline may be hours older and a
+drift of the host would pose as the stack's effect. Once those cells are in, the stack is compared with
+that baseline (its gain with the interval; fleetopt.summary) and, level by level on the same host,
+with the best single candidate (the one of largest measured effect), measured in the matrix: through
+their effects, each against the baseline of its own stage (stats.compare_effects), never one stage's
+measurement against another's:
 
 - improved against the baseline and against the best single candidate: `measured as a stack`;
 - improved against the baseline but not shown better than the best single candidate, or
@@ -32,9 +37,13 @@ host, with the best single candidate (the one of largest measured effect):
 - inconclusive against the baseline: the status is `inconclusive`, and what is recommended is
   again the best single candidate, measured alone.
 
+Each step of the greedy search is measured in a stage of its own beside its own baseline
+(`baseline_stack_<n>`) and compared with the configuration it builds on in the same way.
+
 A campaign that measured a stack but no single candidate (`-e recommended=<file>`) verifies an
-earlier recommendation: improved is `measured as a stack`; inconclusive is `inconclusive`; neutral,
-regressed or crashed is `not confirmed`, and the baseline stays. `verify_variant` is what such a
+earlier recommendation (it runs no matrix, so its baseline is measured in the stack stage itself):
+improved is `measured as a stack`; inconclusive is `inconclusive`; neutral, regressed or crashed is
+`not confirmed`, and the baseline stays. `verify_variant` is what such a
 campaign measures: the recommended configuration's changes against the baseline. Its inventory variables are the baseline's flags and environment with
 each candidate's changes applied (a removed flag stays as null, so the catalog's baseline cannot
 put it back); its launch command is the baseline's with those flags, through the engine's adapter.
@@ -195,20 +204,53 @@ def _stack_verdict(found):
     return "inconclusive"
 
 
+def _reference(summary, host, variant):
+    """The baseline `variant` was compared with on `host`: its stage's own (a stack measured after the matrix), or
+    the campaign's."""
+    return next((v.get("baseline_variant") or BASELINE for v in summary["variants"]
+                 if v["host"] == host and v["variant"] == variant), BASELINE)
+
+
+def stage_baseline_id(variant_id):
+    """The baseline a stack stage measures again beside `variant_id` (fleetopt_plan plans it just before it)."""
+    return "%s_%s" % (BASELINE, variant_id)
+
+
+def _baseline_text(name, matrix_ran):
+    """Which baseline a measured stack was compared with, in words for recommended.yml and the report."""
+    if name != BASELINE:
+        return "the baseline measured again beside it in the stack stage (%s)" % name
+    if not matrix_ran:
+        return "the baseline measured beside it in this campaign, which ran no matrix (%s)" % name
+    return ("the matrix's baseline (%s), measured in another stage: a drift of the host since then is not told apart "
+            "from its effect" % name)
+
+
+def _comparison_text(variant, mine, other, theirs):
+    if mine == theirs:
+        return "level by level on the same host, both measured in one stage beside %s" % mine
+    return ("as effects, each against the baseline of its own stage: %s against %s, %s against %s (the ratio of the "
+            "two gains, its interval from all four measurements, so a drift of the host between the stages cancels "
+            "as far as it scales a configuration and the baseline beside it alike)" % (variant, mine, other, theirs))
+
+
 def _versus(summary, host, variant, other, metric):
-    """`variant` against `other` on `host`, level by level (Welch, simultaneous over the levels), and its verdict."""
+    """`variant` against `other` on `host`, level by level (simultaneous over the levels), and its verdict: directly
+    when both were compared with the same baseline (Welch), else through their effects, each against the baseline
+    of its own stage (stats.compare_effects), never one stage's measurement against another's."""
     settings = summary.get("settings") or {}
+    mine, theirs = _reference(summary, host, variant), _reference(summary, host, other)
+    needed = [variant, other] if mine == theirs else [variant, mine, other, theirs]
     rows = {(r["variant"], r["concurrency"]): r for r in summary["cells"]
-            if r["host"] == host and r["status"] == "ok" and r["variant"] in (variant, other)}
-    shared = sorted({c for v, c in rows if v == variant} & {c for v, c in rows if v == other})
+            if r["host"] == host and r["status"] == "ok" and r["variant"] in needed}
+    shared = sorted(set.intersection(*({c for v, c in rows if v == name} for name in needed)))
     levels = []
     for concurrency in shared:
-        mine = (rows[(variant, concurrency)].get("samples") or {}).get(metric)
-        theirs = (rows[(other, concurrency)].get("samples") or {}).get(metric)
-        found = stats.compare(mine, theirs, stats.HIGHER_IS_BETTER.get(metric, True),
-                              settings.get("confidence", stats.DEFAULT_CONFIDENCE),
-                              settings.get("min_effect_pct", stats.DEFAULT_MIN_EFFECT_PCT),
-                              family_size=len(shared)) if mine and theirs else None
+        samples = [(rows[(name, concurrency)].get("samples") or {}).get(metric) for name in needed]
+        judged = (stats.HIGHER_IS_BETTER.get(metric, True), settings.get("confidence", stats.DEFAULT_CONFIDENCE),
+                  settings.get("min_effect_pct", stats.DEFAULT_MIN_EFFECT_PCT))
+        compare = stats.compare if mine == theirs else stats.compare_effects
+        found = compare(*(samples + list(judged)), family_size=len(shared)) if all(samples) else None
         if found is None:
             levels.append({"concurrency": concurrency, "verdict": None, "change_pct": 0.0, "ci_low_pct": None,
                            "ci_high_pct": None, "confidence": None,
@@ -219,24 +261,41 @@ def _versus(summary, host, variant, other, metric):
                        "change_pct": _round(found["change_pct"]), "ci_low_pct": _round(found["ci_low_pct"]),
                        "ci_high_pct": _round(found["ci_high_pct"]), "confidence": _round(found["confidence"], 4)})
     verdict, reason = overall_verdict(levels)
-    result = {"host": host, "verdict": verdict, "reason": reason, "levels": levels, "gain": _headline(levels, metric)}
+    result = {"host": host, "verdict": verdict, "reason": reason, "levels": levels, "gain": _headline(levels, metric),
+              "compared": _comparison_text(variant, mine, other, theirs)}
     gate = next((h.get("gate") for h in summary.get("aa") or [] if h.get("host") == host), None)
     return apply_aa_gate(result, gate, reason_key="reason")
 
 
-def _measure_stack(summary, found, metric, best):
-    """What the stack's cells measured: against the baseline and, where it was measured, the best single candidate."""
+def _drift(summary, host, reference, metric):
+    """The stage's baseline against the matrix's on `host` (the level of largest change), or None."""
+    if reference == BASELINE:
+        return None
+    levels = _gains(summary, host, reference, metric)
+    if not levels:
+        return None
+    largest = max(levels, key=lambda lv: abs(lv["change_pct"] or 0.0))
+    return dict({"metric": metric, "baseline": reference, "against": BASELINE}, **largest)
+
+
+def _measure_stack(summary, found, metric, best, matrix_ran=True):
+    """What the stack's cells measured: against the baseline of its own stage and, where it was measured, against the
+    best single candidate (through their effects when the two were measured in different stages)."""
     per_host = []
     for v in found:
         levels = _gains(summary, v["host"], v["variant"], metric)
+        reference = _reference(summary, v["host"], v["variant"])
         per_host.append({"host": v["host"], "verdict": v["verdict"],
                          "reason": v.get("verdict_reason") or v.get("root_cause") or v.get("reason"),
                          "levels": levels, "gain": _headline(levels, metric),
-                         "capacity": _capacity_brief(v.get("capacity"))})
+                         "capacity": _capacity_brief(v.get("capacity")), "baseline": reference,
+                         "baseline_drift": _drift(summary, v["host"], reference, metric)})
     weakest = min(per_host, key=lambda h: h["gain"]["change_pct"])
     measured = {"variant": found[0]["variant"], "composes": list((found[0].get("stacked") or {}).get("composes") or []),
                 "hosts": [h["host"] for h in per_host], "verdict": _stack_verdict(found),
                 "reason": "; ".join("%s on %s: %s" % (h["verdict"], h["host"], h["reason"] or "") for h in per_host),
+                "baseline": weakest["baseline"], "against": _baseline_text(weakest["baseline"], matrix_ran),
+                "baseline_drift": weakest["baseline_drift"],
                 "gain": weakest["gain"], "levels": weakest["levels"], "capacity": weakest["capacity"],
                 "per_host": per_host, "vs_best_single": None}
     if best is not None:
@@ -247,9 +306,10 @@ def _measure_stack(summary, found, metric, best):
             measured["vs_best_single"] = {"id": best["id"], "verdict": _stack_verdict(against),
                                           "reason": "; ".join("%s on %s: %s" % (a["verdict"], a["host"], a["reason"])
                                                               for a in against),
-                                          "gain": worst["gain"], "levels": worst["levels"]}
+                                          "compared": worst["compared"], "gain": worst["gain"], "levels": worst["levels"]}
         else:
             measured["vs_best_single"] = {"id": best["id"], "verdict": "not_compared", "gain": None, "levels": [],
+                                          "compared": None,
                                           "reason": "the stack and %s were not both measured on one host" % best["id"]}
     return measured
 
@@ -277,18 +337,25 @@ def _greedy(summary, stacks, stack, metric):
         reason = "; ".join("%s on %s: %s" % (a["verdict"], a["host"], a["reason"]) for a in against) or "; ".join(
             "%s on %s: %s" % (v["verdict"], v["host"], v.get("verdict_reason") or v.get("reason") or "") for v in found)
         steps.append({"composes": composes, "candidate": candidate["id"], "variant": found[0]["variant"],
-                      "against": current, "verdict": verdict, "reason": reason, "kept": verdict == "improved"})
+                      "against": current, "compared": against[0]["compared"] if against else None,
+                      "verdict": verdict, "reason": reason, "kept": verdict == "improved"})
         if verdict == "improved":
             kept, current, kept_found = kept + [candidate], found[0]["variant"], found
     return {"kind": "greedy", "steps": steps, "kept_candidates": kept, "kept_found": kept_found,
             "kept": [c["id"] for c in kept], "next": None, "next_step": None, "next_id": None}
 
 
-def _as_variant(ids, changes, title, stacked):
+def _as_variant(ids, changes, title, stacked, variant_id=STACK_VARIANT):
     """A catalog entry (what fleetopt_plan takes) that measures `changes` against the baseline."""
-    return {"id": STACK_VARIANT, "title": title, "tier": 0, "flags": dict(changes["flags"]),
+    return {"id": variant_id, "title": title, "tier": 0, "flags": dict(changes["flags"]),
             "env": {k: v for k, v in changes["env"].items() if v != REDACTED},
             "stacked": dict(stacked, composes=list(ids))}
+
+
+def _stage_variant(ids, changes, title, stacked, variant_id=STACK_VARIANT):
+    """A stacked variant measured after the matrix: its stage measures the baseline again beside it, under the name
+    `baseline` gives (a verifying campaign has no matrix: its baseline is measured in the same stage)."""
+    return _as_variant(ids, changes, title, dict(stacked, baseline=stage_baseline_id(variant_id)), variant_id)
 
 
 def _union(parts):
@@ -306,7 +373,7 @@ def recommend(summary, cells):
     merged = {(c["host"], c["variant"]): c for c in merge_launches(cells)}
     entries, stacks = {}, []
     for v in summary["variants"]:
-        if v["variant"] in (BASELINE, AA_VARIANT):
+        if v["variant"] in (BASELINE, AA_VARIANT) or v.get("baseline_of"):
             continue
         if is_stacked(dict(v, stacked=(merged.get((v["host"], v["variant"])) or {}).get("stacked"))):
             stacks.append(dict(v, stacked=(merged.get((v["host"], v["variant"])) or {}).get("stacked")))
@@ -351,8 +418,8 @@ def recommend(summary, cells):
 
     notes = []
     proposed = [c["id"] for c in stack]
-    stacked_variant = _as_variant(proposed, _union(stack), "Stack: %s" % " + ".join(proposed),
-                                  {"proposed_by": summary.get("campaign")}) if stack else None
+    stacked_variant = _stage_variant(proposed, _union(stack), "Stack: %s" % " + ".join(proposed),
+                                     {"proposed_by": summary.get("campaign")}) if stack else None
     status = STATUS_PROPOSED if len(stack) > 1 else STATUS_SINGLE if stack else STATUS_NONE
     outcome = "proposed" if len(stack) > 1 else "single" if stack else "baseline"
     measured, verifies, ids, changes = None, None, proposed, _union(stack)
@@ -370,8 +437,9 @@ def recommend(summary, cells):
             else:
                 outcome = "inconclusive"
                 status = ("inconclusive: %s improved alone, but measured again in a launch of its own it was %s against "
-                          "the baseline (%s); the two measurements disagree, keep the baseline until another one settles "
-                          "it" % (stack[0]["id"], measured["verdict"].replace("_", " "), measured["reason"]))
+                          "%s (%s); the two measurements disagree, keep the baseline until another one settles it" % (
+                              stack[0]["id"], measured["verdict"].replace("_", " "), measured["against"],
+                              measured["reason"]))
                 stack, ids, changes = [], [], _union([])
         elif len(stack) > 1 and found:
             best = stack[0]
@@ -382,13 +450,14 @@ def recommend(summary, cells):
             else:
                 if measured["verdict"] == "inconclusive":
                     outcome = "inconclusive"
-                    status = ("inconclusive: the stack's gain over the baseline was not shown (%s); recommending the "
-                              "best single candidate %s, measured alone" % (measured["reason"], best["id"]))
+                    status = ("inconclusive: the stack's gain over %s was not shown (%s); recommending the best single "
+                              "candidate %s, measured alone" % (measured["against"], measured["reason"], best["id"]))
                 else:
                     outcome = "best_single"
                     why = ("against %s alone it was %s (%s)" % (best["id"], versus.get("verdict"), versus.get("reason"))
                            if measured["verdict"] == "improved" else
-                           "against the baseline it %s (%s)" % (
+                           "against %s it %s (%s)" % (
+                               measured["against"],
                                "crashed" if measured["verdict"] == "crashed" else "was " + measured["verdict"],
                                measured["reason"]))
                     status = ("measured: the stack was not better than the best single candidate %s: %s; recommending "
@@ -404,11 +473,10 @@ def recommend(summary, cells):
                         status += "; searching greedily, next step: %s (-e recommend=true measures it)" % (
                             " + ".join(search["next"]))
                         by_id = {c["id"]: c for c in stack}
-                        stacked_variant = dict(_as_variant(search["next"], _union([by_id[i] for i in search["next"]]),
-                                                           "Greedy step: %s" % " + ".join(search["next"]),
-                                                           {"proposed_by": summary.get("campaign"), "search": "greedy",
-                                                            "step": search["next_step"]}),
-                                               id=search["next_id"])
+                        stacked_variant = _stage_variant(search["next"], _union([by_id[i] for i in search["next"]]),
+                                                         "Greedy step: %s" % " + ".join(search["next"]),
+                                                         {"proposed_by": summary.get("campaign"), "search": "greedy",
+                                                          "step": search["next_step"]}, search["next_id"])
                     else:
                         stacked_variant = None
                         if len(kept) > 1 and search["kept_found"]:
@@ -454,7 +522,7 @@ def recommend(summary, cells):
                     ", ".join(proposed) or "the baseline"))
     elif stacks:
         # No single optimization here: the campaign verifies an earlier recommendation's stack.
-        measured = _measure_stack(summary, stacks, metric, None)
+        measured = _measure_stack(summary, stacks, metric, None, matrix_ran=False)
         verifies = (stacks[0].get("stacked") or {}).get("verifies")
         host = measured["hosts"][0]
         base_launch = launch_details(merged.get((host, BASELINE)) or {})
@@ -465,12 +533,12 @@ def recommend(summary, cells):
             changes = {"flags": _diff(base_launch.get("flags"), own.get("flags")),
                        "env": _diff(base_launch.get("env"), own.get("env"))}
         elif measured["verdict"] == "inconclusive":
-            status, outcome = ("inconclusive: the stack's gain over the baseline was not shown (%s); nothing is "
-                               "confirmed, keep the baseline until a measurement shows it" % measured["reason"],
+            status, outcome = ("inconclusive: the stack's gain over %s was not shown (%s); nothing is confirmed, keep "
+                               "the baseline until a measurement shows it" % (measured["against"], measured["reason"]),
                                "inconclusive")
         else:
-            status, outcome = ("not confirmed: the stack was %s against the baseline (%s); keep the baseline" % (
-                measured["verdict"].replace("_", " "), measured["reason"]), "baseline")
+            status, outcome = ("not confirmed: the stack was %s against %s (%s); keep the baseline" % (
+                measured["verdict"].replace("_", " "), measured["against"], measured["reason"]), "baseline")
     left_out.sort(key=lambda e: (WHY_ORDER.index(e["why"]) if e["why"] in WHY_ORDER else -1, e["id"]))
 
     hosts_of = (measured or {}).get("hosts") if outcome in ("stack",) and measured else None
@@ -536,8 +604,8 @@ def write_recommendation(campaign_dir, proposal):
                    "as one launch (-e recommend=true measures it).\n")
     elif proposal.get("measured"):
         gain = proposal["measured"]["gain"]
-        header += "# The stack was measured against the baseline: %s %+.1f %% [%s, %s] at c=%s.\n" % (
-            gain["metric"], gain["change_pct"], _shown_pct(gain["ci_low_pct"]), _shown_pct(gain["ci_high_pct"]),
-            gain["concurrency"])
+        header += "# The stack was measured against %s: %s %+.1f %% [%s, %s] at c=%s.\n" % (
+            proposal["measured"]["against"], gain["metric"], gain["change_pct"], _shown_pct(gain["ci_low_pct"]),
+            _shown_pct(gain["ci_high_pct"]), gain["concurrency"])
     write_atomically(path, header + yaml.safe_dump(proposal, sort_keys=False, default_flow_style=False, width=100))
     return path
