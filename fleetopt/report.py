@@ -28,6 +28,12 @@ from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engine 
 CSV_METRICS = ("output_throughput", "total_throughput", "mean_ttft_ms", "p99_ttft_ms", "mean_itl_ms")
 
 
+def _against_own_baseline(row, change):
+    """The change, naming the baseline it is against when that is a stage's own (a stack's), not the campaign's."""
+    own = row.get("baseline_variant")
+    return "%s vs %s" % (change, own) if change and own and own != "baseline" else change
+
+
 def matrix_table(rows):
     table = []
     for r in rows:
@@ -38,7 +44,7 @@ def matrix_table(rows):
             r["verdict"] or r["status"], fmt_mean_ci(r, "output_throughput"), fmt_mean_ci(r, "total_throughput"),
             fmt_mean_ci(r, "mean_ttft_ms", 2), fmt_mean_ci(r, "p99_ttft_ms", 2), fmt_mean_ci(r, "mean_itl_ms", 3),
             fmt((r.get("metrics") or {}).get("request_throughput"), 2), fmt_goodput(r),
-            fmt_change(delta.get("output_throughput")),
+            _against_own_baseline(r, fmt_change(delta.get("output_throughput"))),
         ])
     headers = ["variant", "host", "conc.", "trials", "verdict", "output tok/s", "total tok/s",
                "TTFT mean ms", "TTFT p99 ms", "ITL mean ms", "req/s", "goodput req/s (share)",
@@ -66,7 +72,9 @@ def verdict_table(variants):
 
 def verdict_rules(settings):
     return (
-        "Against the same host's baseline on %s, from the interval of the relative change (Welch) at %d %% "
+        "Against the same host's baseline on %s (a stack measured after the matrix against the baseline measured "
+        "again beside it in its stage: the matrix's could be hours old), from the interval of the relative change "
+        "(Welch) at %d %% "
         "confidence; intervals are simultaneous over the m levels (Bonferroni) a variant was compared at, so "
         "each level's interval is at 1 - %.2f/m. improved / regressed: the interval excludes 0 and the change "
         "is at least %.1f %%; neutral: the whole interval lies inside ±%.1f %%; otherwise inconclusive (the "
@@ -108,17 +116,22 @@ def measured_text(proposal):
     if not measured:
         return []
     gain = measured["gain"]
-    lines = ["Measured as one launch against the baseline (%s, on %s): %s, %s at c=%s." % (
-        " + ".join(measured["composes"]) or measured["variant"], ", ".join(measured["hosts"]), measured["verdict"],
-        fmt_change(gain) or "no change measured",
+    lines = ["Measured as one launch (%s, on %s) against %s: %s, %s at c=%s." % (
+        " + ".join(measured["composes"]) or measured["variant"], ", ".join(measured["hosts"]),
+        measured.get("against") or "the baseline", measured["verdict"], fmt_change(gain) or "no change measured",
         gain["concurrency"])]
     if proposal.get("verifies"):
         lines[0] += " This campaign verifies the recommendation of campaign %s." % proposal["verifies"]
+    drift = measured.get("baseline_drift")
+    if drift:
+        lines.append("That baseline against the matrix's, the drift of the host between the two stages (kept out of "
+                     "the stack's effect): %s, %s at c=%s." % (drift["verdict"], fmt_change(drift), drift["concurrency"]))
     versus = measured.get("vs_best_single")
     if versus:
         shown = fmt_change(versus.get("gain")) or "not compared"
-        lines.append("The stack against %s alone, the best single candidate: %s, %s (%s)." % (
-            versus["id"], versus["verdict"], shown, versus.get("reason") or ""))
+        compared = " compared %s" % versus["compared"] if versus.get("compared") else ""
+        lines.append("The stack against %s alone, the best single candidate,%s: %s, %s (%s)." % (
+            versus["id"], compared, versus["verdict"], shown, versus.get("reason") or ""))
     return lines + [""]
 
 
@@ -129,9 +142,9 @@ def search_text(proposal):
         return []
     lines = ["Greedy search (the full stack was not better than its best single candidate): each step adds one "
              "candidate to the kept ones and is kept when it improves significantly over them.", ""]
-    lines += ["- %s against %s: %s, %s (%s)" % (
-        " + ".join(step["composes"]), step["against"], step["verdict"], "kept" if step["kept"] else "not kept",
-        step["reason"]) for step in search["steps"]]
+    lines += ["- %s against %s%s: %s, %s (%s)" % (
+        " + ".join(step["composes"]), step["against"], ", compared %s" % step["compared"] if step.get("compared") else "",
+        step["verdict"], "kept" if step["kept"] else "not kept", step["reason"]) for step in search["steps"]]
     if search.get("next"):
         lines.append("- next step: %s (`-e recommend=true` on the same campaign id measures it)" % " + ".join(
             search["next"]))
