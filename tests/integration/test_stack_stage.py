@@ -1,10 +1,13 @@
 """optimize.yml's stack stage, in check mode on a stand-in engine (a `vllm` distribution that only reports its
 version) so that no server starts: -e recommended=<file> plans the baseline and the earlier recommendation's
 stacked variant instead of a matrix, and says the stack would launch with the recommended changes merged over
-this inventory's baseline; -e recommend=true plans the matrix first."""
+this inventory's baseline; -e recommend=true plans the matrix first, then the proposed stack beside the baseline
+measured again, in counterbalanced order. Check mode keeps no cell, so the matrix's baseline and A/A copy are
+planned again in the stage too (a real stage keeps them)."""
 import json
 import os
 import pathlib
+import re
 import stat
 import subprocess
 import sys
@@ -18,7 +21,7 @@ VERIFY = {"id": "stack", "title": "Recommended by campaign c0: restore + unbind"
           "stacked": {"composes": ["restore", "unbind"], "verifies": "c0"}}
 
 
-def stand_in(tmp_path):
+def stand_in(tmp_path, launches=1):
     site = tmp_path / "site"
     dist = site / "vllm-0.32.0+cpu.dist-info"
     dist.mkdir(parents=True)
@@ -36,7 +39,7 @@ def stand_in(tmp_path):
         "campaign_server_flags": {"--enforce-eager": True, "--max-num-seqs": 1},
         "campaign_server_env": {"VLLM_CPU_KVCACHE_SPACE": "1"},
         "campaign_state_dir": str(tmp_path / "state"), "campaign_results_dir": str(tmp_path / "results"),
-        "campaign_launches": 1}}}}}}))
+        "campaign_launches": launches}}}}}}))
     return inventory
 
 
@@ -78,3 +81,37 @@ def test_recommend_and_recommended_together_are_refused_before_anything_starts(t
                      "-e", "campaign_id=both")
     assert rc != 0 and "not both" in output, output[-3000:]
     assert not (tmp_path / "state").exists()
+
+
+def launched(output):
+    return re.findall(r"Check mode: (\S+): would launch", output)
+
+
+def test_the_stack_stage_measures_the_baseline_again_beside_the_stack_in_counterbalanced_order(tmp_path):
+    folder = tmp_path / "results" / "rec2"
+    folder.mkdir(parents=True)
+    proposed = dict(VERIFY, title="Stack: restore + unbind",
+                    stacked={"composes": ["restore", "unbind"], "proposed_by": "rec2", "baseline": "baseline_stack"})
+    (folder / "recommended.yml").write_text(yaml.safe_dump({"status": "proposed, not yet measured as a stack",
+                                                            "outcome": "proposed", "stacked_variant": proposed}))
+    rc, output = run(stand_in(tmp_path, launches=2), "-e", "recommend=true", "-e", "only=float32_compute",
+                     "-e", "campaign_id=rec2")
+    assert rc == 0, output[-4000:]
+    order = launched(output)
+    matrix = ["baseline", "float32_compute", "baseline_aa", "baseline_aa.launch2", "float32_compute.launch2",
+              "baseline.launch2"]
+    assert order[:6] == matrix, order
+    # ABBA within the stage: the baseline measured again, the stack, the stack, the baseline measured again.
+    assert [cell for cell in order[6:] if cell.split(".")[0] in ("baseline_stack", "stack")] == [
+        "baseline_stack", "stack", "stack.launch2", "baseline_stack.launch2"], order
+    assert "against the baseline measured again beside it on each host" in output
+
+
+def test_a_verifying_campaign_measures_its_baseline_in_the_stage_in_counterbalanced_order(tmp_path):
+    earlier = tmp_path / "recommended.yml"
+    earlier.write_text(yaml.safe_dump({"status": "measured as a stack", "verify_variant": VERIFY}))
+    rc, output = run(stand_in(tmp_path, launches=2), "-e", "recommended=%s" % earlier, "-e", "campaign_id=verify2")
+    assert rc == 0, output[-4000:]
+    # No matrix: the baseline itself is measured beside the stack, bracketing it with the A/A copy; no other copy.
+    assert launched(output) == ["baseline", "stack", "baseline_aa", "baseline_aa.launch2", "stack.launch2",
+                                "baseline.launch2"], launched(output)
