@@ -65,6 +65,9 @@ def verdict_table(variants):
             why += " Remedy: %s" % v["remedy"]
         if v.get("verdict_reason") and v.get("status") == "ok":
             why = v["verdict_reason"]
+        if v.get("baseline_of"):
+            why = "the baseline measured again beside %s, against the matrix's: the drift between the stages (%s)" % (
+                v["baseline_of"], why)
         table.append([v["variant"], v["host"], v["verdict"] or "untested", levels, why])
     return tabulate(table, headers=["optimization", "host", "verdict", "per concurrency", "why"],
                     tablefmt="github")

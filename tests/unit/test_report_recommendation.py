@@ -147,6 +147,9 @@ def test_the_report_names_the_baseline_the_stack_was_compared_with_and_the_drift
     assert "+50.0 %" in section and "+10.0 %" in section and "drift" in section
     assert "compared as effects, each against the baseline of its own stage: stack against baseline_stack, helps " \
            "against baseline" in section, section
+    verdicts = (folder / "report.md").read_text().split("## Verdicts")[1].split("## Capacity")[0]
+    row = next(line for line in verdicts.splitlines() if line.startswith("| baseline_stack"))
+    assert "the baseline measured again beside stack, against the matrix's: the drift between the stages" in row, row
     matrix = (folder / "report.md").read_text().split("## Matrix")[1]
     assert "vs baseline_stack" in matrix, "a row compared with its stage's baseline says so in the matrix"
     header = (folder / "recommended.yml").read_text().splitlines()[1]
