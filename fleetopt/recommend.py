@@ -244,13 +244,14 @@ def _versus(summary, host, variant, other, metric):
     rows = {(r["variant"], r["concurrency"]): r for r in summary["cells"]
             if r["host"] == host and r["status"] == "ok" and r["variant"] in needed}
     shared = sorted(set.intersection(*({c for v, c in rows if v == name} for name in needed)))
+    rule = {"higher_is_better": stats.HIGHER_IS_BETTER.get(metric, True),
+            "confidence": settings.get("confidence", stats.DEFAULT_CONFIDENCE),
+            "min_effect_pct": settings.get("min_effect_pct", stats.DEFAULT_MIN_EFFECT_PCT), "family_size": len(shared)}
+    compare = stats.compare if mine == theirs else stats.compare_effects
     levels = []
     for concurrency in shared:
         samples = [(rows[(name, concurrency)].get("samples") or {}).get(metric) for name in needed]
-        judged = (stats.HIGHER_IS_BETTER.get(metric, True), settings.get("confidence", stats.DEFAULT_CONFIDENCE),
-                  settings.get("min_effect_pct", stats.DEFAULT_MIN_EFFECT_PCT))
-        compare = stats.compare if mine == theirs else stats.compare_effects
-        found = compare(*(samples + list(judged)), family_size=len(shared)) if all(samples) else None
+        found = compare(*samples, **rule) if all(samples) else None
         if found is None:
             levels.append({"concurrency": concurrency, "verdict": None, "change_pct": 0.0, "ci_low_pct": None,
                            "ci_high_pct": None, "confidence": None,
