@@ -228,7 +228,7 @@ def _baseline_text(name, matrix_ran):
 
 def _comparison_text(variant, mine, other, theirs):
     if mine == theirs:
-        return "level by level on the same host, both measured in one stage beside %s" % mine
+        return "directly, level by level on the same host (both were compared with %s)" % mine
     return ("as effects, each against the baseline of its own stage: %s against %s, %s against %s (the ratio of the "
             "two gains, its interval from all four measurements, so a drift of the host between the stages cancels "
             "as far as it scales a configuration and the baseline beside it alike)" % (variant, mine, other, theirs))
