@@ -15,8 +15,8 @@ import yaml
 from tabulate import tabulate
 
 from fleetopt.files import write_atomically
-from fleetopt.formatting import (fmt, fmt_capacity, fmt_capacity_range, fmt_change, fmt_goodput, fmt_mean_ci,
-                                 fmt_slo)
+from fleetopt.formatting import (against_own_baseline, fmt, fmt_capacity, fmt_capacity_range, fmt_change, fmt_goodput,
+                                 fmt_mean_ci, fmt_slo)
 from fleetopt.hosts import fill_missing_cells, troubled_hosts
 from fleetopt.html_report import write_html_report
 from fleetopt.launches import describe_design
@@ -26,12 +26,6 @@ from fleetopt.summary import build_summary, load_cells
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engine import SLO_KEYS  # fleetopt.recommend set the path
 
 CSV_METRICS = ("output_throughput", "total_throughput", "mean_ttft_ms", "p99_ttft_ms", "mean_itl_ms")
-
-
-def _against_own_baseline(row, change):
-    """The change, naming the baseline it is against when that is a stage's own (a stack's), not the campaign's."""
-    own = row.get("baseline_variant")
-    return "%s vs %s" % (change, own) if change and own and own != "baseline" else change
 
 
 def matrix_table(rows):
@@ -44,7 +38,7 @@ def matrix_table(rows):
             r["verdict"] or r["status"], fmt_mean_ci(r, "output_throughput"), fmt_mean_ci(r, "total_throughput"),
             fmt_mean_ci(r, "mean_ttft_ms", 2), fmt_mean_ci(r, "p99_ttft_ms", 2), fmt_mean_ci(r, "mean_itl_ms", 3),
             fmt((r.get("metrics") or {}).get("request_throughput"), 2), fmt_goodput(r),
-            _against_own_baseline(r, fmt_change(delta.get("output_throughput"))),
+            against_own_baseline(r, fmt_change(delta.get("output_throughput"))),
         ])
     headers = ["variant", "host", "conc.", "trials", "verdict", "output tok/s", "total tok/s",
                "TTFT mean ms", "TTFT p99 ms", "ITL mean ms", "req/s", "goodput req/s (share)",

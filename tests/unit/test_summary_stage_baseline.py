@@ -50,3 +50,16 @@ def test_every_other_variant_is_still_compared_with_the_matrix_baseline(tmp_path
     helps = variant(summary, "helps")
     assert helps["verdict"] == "improved" and helps["baseline_variant"] == "baseline"
     assert variant(summary, "baseline")["verdict"] == "baseline"
+
+
+def test_the_html_verdict_table_and_the_llmd_description_name_a_stage_baseline(tmp_path):
+    from fleetopt.html_report import verdict_rows
+    from fleetopt.llmd_export import describe_row
+    summary = summarize(tmp_path, campaign(1.0, 1.3))
+    stack = next(v for v in verdict_rows(summary) if v["variant"] == "stack")
+    assert stack["levels"][0]["change"].endswith("vs baseline_stack"), stack["levels"]
+    row = next(r for r in summary["cells"] if r["variant"] == "stack")
+    assert "vs baseline_stack" in describe_row(summary, row)
+    helps = next(r for r in summarize(tmp_path, campaign(1.0, 1.3) + [cell("helps", levels=levels(1.2), order=3)])["cells"]
+                 if r["variant"] == "helps")
+    assert "vs baseline [" in describe_row(summary, helps)
