@@ -174,7 +174,7 @@ def compare_effects(variant, variant_baseline, other, other_baseline, higher_is_
     result.update(ci_low_pct=(math.exp(log_ratio - half) - 1.0) * 100.0,
                   ci_high_pct=(math.exp(log_ratio + half) - 1.0) * 100.0, p_value=p_value, tested=True)
     result["significant"] = bool(result["ci_low_pct"] > 0 or result["ci_high_pct"] < 0)
-    spread = "CV %s over %d trial(s) against its baseline's %s over %d, the other %s over %d against its baseline's " \
-        "%s over %d" % tuple(x for cv, side in zip(cvs, sides) for x in (_pct(cv), len(side)))
+    spread = ("CV %s over %d trial(s) against its baseline's %s over %d, the other %s over %d against its baseline's "
+              "%s over %d" % tuple(x for cv, side in zip(cvs, sides) for x in (_pct(cv), len(side))))
     result["verdict"], result["reason"] = _judge(result, higher_is_better, min_effect_pct, spread)
     return result

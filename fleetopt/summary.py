@@ -6,9 +6,10 @@ fair comparisons. A stack measured after the matrix (the recommendation's stack 
 with the baseline its stage measured again beside it (its cell's `stacked.baseline`; that cell's
 `baseline_of` names the stack), not with the matrix's, which may be hours older: a drift of the host
 between the stages would pose as the stack's effect. The baseline measured again is compared with
-the matrix's like any variant, and that comparison is the drift. The cells of one (host, variant) from several server launches are merged
-first (fleetopt.launches); the intervals of a variant's levels are simultaneous over those
-levels (Bonferroni); the A/A comparison gates each host's verdicts (fleetopt.verdicts).
+the matrix's like any variant, and that comparison is the drift. The cells of one (host, variant)
+from several server launches are merged first (fleetopt.launches); the intervals of a variant's
+levels are simultaneous over those levels (Bonferroni); the A/A comparison gates each host's
+verdicts (fleetopt.verdicts).
 
 Under SLOs (the cells record the campaign_slo they were measured under; the report may give its
 own) each row carries goodput beside throughput (the client's request_goodput, and its share of
