@@ -81,6 +81,14 @@ def is_stacked(entry):
     return bool(entry.get("stacked")) or name == STACK_VARIANT or name.startswith(STACK_VARIANT + "_")
 
 
+def is_stage_baseline(entry):
+    """The baseline a stack stage measured again beside a stack (its cell's `baseline_of`; by name for a cell the
+    report synthesized for a host that never reached it)."""
+    name = entry.get("variant") or ""
+    prefix = BASELINE + "_"
+    return bool(entry.get("baseline_of")) or (name.startswith(prefix) and is_stacked({"variant": name[len(prefix):]}))
+
+
 def _why(verdict):
     if verdict in FAILED:
         return "crashed"
@@ -374,7 +382,7 @@ def recommend(summary, cells):
     merged = {(c["host"], c["variant"]): c for c in merge_launches(cells)}
     entries, stacks = {}, []
     for v in summary["variants"]:
-        if v["variant"] in (BASELINE, AA_VARIANT) or v.get("baseline_of"):
+        if v["variant"] in (BASELINE, AA_VARIANT) or is_stage_baseline(v):
             continue
         if is_stacked(dict(v, stacked=(merged.get((v["host"], v["variant"])) or {}).get("stacked"))):
             stacks.append(dict(v, stacked=(merged.get((v["host"], v["variant"])) or {}).get("stacked")))

@@ -299,3 +299,12 @@ def test_a_stack_measured_without_a_baseline_of_its_stage_says_the_comparison_sp
     proposal = proposal_of(tmp_path, two_candidates() + [stack_cell(1.60, composes=["helps", "seqs3"], env={})])
     assert proposal["measured"]["baseline"] == "baseline"
     assert "another stage" in proposal["measured"]["against"] and "drift" in proposal["measured"]["against"]
+
+
+def test_a_stage_baseline_the_report_synthesized_as_skipped_is_no_left_out_optimization(tmp_path):
+    # An interrupted stack stage: the host's plan named the baseline measured again and the stack, and the report
+    # wrote skipped cells for both (fleetopt.hosts), which carry neither baseline_of nor stacked.
+    skipped = [cell(name, status="skipped", reason="not run: the campaign ended before this variant", order=50)
+               for name in ("baseline_stack", "stack")]
+    proposal = proposal_of(tmp_path, singles() + skipped)
+    assert "baseline_stack" not in {e["id"] for e in proposal["left_out"]}, proposal["left_out"]
