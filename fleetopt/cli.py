@@ -34,6 +34,12 @@ def build_parser():
     what = run.add_mutually_exclusive_group()
     what.add_argument("--tier", type=int, help="run every optimization of this tier")
     what.add_argument("--only", help="run these optimization ids (comma-separated)")
+    what.add_argument("--verify", metavar="RECOMMENDED_YML",
+                      help="verify an earlier recommendation (results/<id>/recommended.yml): measure its recommended "
+                           "configuration against the baseline in a new campaign, without a matrix")
+    run.add_argument("--recommend", action="store_true",
+                     help="after the matrix and its report, measure the proposed stack (the baseline with every "
+                          "improved, non-conflicting candidate) against the baseline, and report it as measured")
     run.add_argument("--inventory", "-i", default=str(ROOT / "inventory" / "local"), help="inventory (default: local)")
     run.add_argument("--campaign-id", help="campaign id; an existing one is resumed (default: the time)")
     run.add_argument("--aa", action=argparse.BooleanOptionalAction, default=None,

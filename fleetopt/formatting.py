@@ -19,6 +19,12 @@ def fmt_change(comparison):
     return text
 
 
+def against_own_baseline(row, change):
+    """The change, naming the baseline it is against when that is a stage's own (a stack's), not the campaign's."""
+    own = row.get("baseline_variant")
+    return "%s vs %s" % (change, own) if change and own and own != "baseline" else change
+
+
 def fmt_mean_ci(row, metric, digits=1):
     """'512.3 ± 4.1' (mean and half its interval), or the mean alone with a single trial."""
     mean = (row.get("metrics") or {}).get(metric)

@@ -14,8 +14,8 @@ from fleetopt import plots
 from fleetopt.cost import power_text
 import yaml
 
-from fleetopt.formatting import (fmt, fmt_capacity, fmt_capacity_range, fmt_change, fmt_goodput, fmt_mean_ci, fmt_money, fmt_pct,
-                                 fmt_slo)
+from fleetopt.formatting import (against_own_baseline, fmt, fmt_capacity, fmt_capacity_range, fmt_change, fmt_goodput,
+                                 fmt_mean_ci, fmt_money, fmt_pct, fmt_slo)
 from fleetopt.files import write_atomically
 from fleetopt.launches import describe_design, launch_details, launch_number, launch_total
 
@@ -81,7 +81,7 @@ def verdict_rows(summary):
         rows = [r for r in by_variant.get((variant["host"], variant["variant"]), []) if r["concurrency"] is not None]
         table.append(dict(variant, levels=[
             {"concurrency": r["concurrency"], "verdict": r.get("verdict") if r["status"] == "ok" else r["status"],
-             "change": fmt_change((r.get("vs_baseline") or {}).get(metric)),
+             "change": against_own_baseline(r, fmt_change((r.get("vs_baseline") or {}).get(metric))),
              "reason": r.get("verdict_reason") or r.get("reason"), "verdict_before_aa": r.get("verdict_before_aa"),
              "trials": r["trials"], "launches": r.get("launches")}
             for r in rows

@@ -211,7 +211,7 @@ def describe_row(summary, row):
     text = "fleetopt campaign %s: variant %s on %s at concurrency %s, mean of %d trial(s)" % (
         summary["campaign"], row["variant"], row["host"], row["concurrency"], row["trials"])
     if comparison.get("change_pct") is not None:
-        text += "; %s %+.1f %% vs baseline" % (metric, comparison["change_pct"])
+        text += "; %s %+.1f %% vs %s" % (metric, comparison["change_pct"], row.get("baseline_variant") or "baseline")
         if comparison.get("ci_low_pct") is not None:
             text += " [%+.1f, %+.1f] (%s %% CI)" % (
                 comparison["ci_low_pct"], comparison["ci_high_pct"], fmt_confidence(comparison.get("confidence", 0.95)))

@@ -16,8 +16,8 @@ from tabulate import tabulate
 
 from fleetopt.cost import power_text
 from fleetopt.files import write_atomically
-from fleetopt.formatting import (fmt, fmt_capacity, fmt_capacity_range, fmt_change, fmt_goodput, fmt_mean_ci, fmt_money,
-                                 fmt_slo)
+from fleetopt.formatting import (against_own_baseline, fmt, fmt_capacity, fmt_capacity_range, fmt_change, fmt_goodput,
+                                 fmt_mean_ci, fmt_money, fmt_slo)
 from fleetopt.hosts import fill_missing_cells, troubled_hosts
 from fleetopt.html_report import write_html_report
 from fleetopt.launches import describe_design
@@ -39,7 +39,7 @@ def matrix_table(rows):
             r["verdict"] or r["status"], fmt_mean_ci(r, "output_throughput"), fmt_mean_ci(r, "total_throughput"),
             fmt_mean_ci(r, "mean_ttft_ms", 2), fmt_mean_ci(r, "p99_ttft_ms", 2), fmt_mean_ci(r, "mean_itl_ms", 3),
             fmt((r.get("metrics") or {}).get("request_throughput"), 2), fmt_goodput(r),
-            fmt_change(delta.get("output_throughput")),
+            against_own_baseline(r, fmt_change(delta.get("output_throughput"))),
         ])
     headers = ["variant", "host", "conc.", "trials", "verdict", "output tok/s", "total tok/s",
                "TTFT mean ms", "TTFT p99 ms", "ITL mean ms", "req/s", "goodput req/s (share)",
@@ -60,6 +60,9 @@ def verdict_table(variants):
             why += " Remedy: %s" % v["remedy"]
         if v.get("verdict_reason") and v.get("status") == "ok":
             why = v["verdict_reason"]
+        if v.get("baseline_of"):
+            why = "the baseline measured again beside %s, against the matrix's: the drift between the stages (%s)" % (
+                v["baseline_of"], why)
         table.append([v["variant"], v["host"], v["verdict"] or "untested", levels, why])
     return tabulate(table, headers=["optimization", "host", "verdict", "per concurrency", "why"],
                     tablefmt="github")
@@ -67,7 +70,9 @@ def verdict_table(variants):
 
 def verdict_rules(settings):
     return (
-        "Against the same host's baseline on %s, from the interval of the relative change (Welch) at %d %% "
+        "Against the same host's baseline on %s (a stack measured after the matrix against the baseline measured "
+        "again beside it in its stage: the matrix's could be hours old), from the interval of the relative change "
+        "(Welch) at %d %% "
         "confidence; intervals are simultaneous over the m levels (Bonferroni) a variant was compared at, so "
         "each level's interval is at 1 - %.2f/m. improved / regressed: the interval excludes 0 and the change "
         "is at least %.1f %%; neutral: the whole interval lies inside ±%.1f %%; otherwise inconclusive (the "
@@ -127,14 +132,58 @@ def _flag_changes(changes):
                      for k, v in (changes or {}).items()) or "none"
 
 
+def measured_text(proposal):
+    """What the stack measured as one launch: against the baseline, and against the best single candidate."""
+    measured = proposal.get("measured")
+    if not measured:
+        return []
+    gain = measured["gain"]
+    lines = ["Measured as one launch (%s, on %s) against %s: %s, %s at c=%s." % (
+        " + ".join(measured["composes"]) or measured["variant"], ", ".join(measured["hosts"]),
+        measured.get("against") or "the baseline", measured["verdict"], fmt_change(gain) or "no change measured",
+        gain["concurrency"])]
+    if proposal.get("verifies"):
+        lines[0] += " This campaign verifies the recommendation of campaign %s." % proposal["verifies"]
+    drift = measured.get("baseline_drift")
+    if drift:
+        lines.append("That baseline against the matrix's, the drift of the host between the two stages (kept out of "
+                     "the stack's effect): %s, %s at c=%s." % (drift["verdict"], fmt_change(drift), drift["concurrency"]))
+    versus = measured.get("vs_best_single")
+    if versus:
+        shown = fmt_change(versus.get("gain")) or "not compared"
+        compared = " compared %s" % versus["compared"] if versus.get("compared") else ""
+        lines.append("The stack against %s alone, the best single candidate,%s: %s, %s (%s)." % (
+            versus["id"], compared, versus["verdict"], shown, versus.get("reason") or ""))
+    return lines + [""]
+
+
+def search_text(proposal):
+    """The greedy search's steps, each against the configuration it was to improve on."""
+    search = proposal.get("search")
+    if not search:
+        return []
+    lines = ["Greedy search (the full stack was not better than its best single candidate): each step adds one "
+             "candidate to the kept ones and is kept when it improves significantly over them.", ""]
+    lines += ["- %s against %s%s: %s, %s (%s)" % (
+        " + ".join(step["composes"]), step["against"], ", compared %s" % step["compared"] if step.get("compared") else "",
+        step["verdict"], "kept" if step["kept"] else "not kept", step["reason"]) for step in search["steps"]]
+    if search.get("next"):
+        lines.append("- next step: %s (`-e recommend=true` on the same campaign id measures it)" % " + ".join(
+            search["next"]))
+    return lines + [""]
+
+
 def recommendation_text(proposal):
     """The Recommendation section: what to deploy, its gains and capacity, what was left out."""
     lines = ["**Status: %s.**" % proposal["status"]]
     if proposal["status"] == STATUS_PROPOSED:
         lines[0] += (" Each candidate was measured alone against the baseline; the stack of them has not been "
                      "measured as one launch.")
-    lines += ["", "Written to `recommended.yml`. Stack, in order of measured effect: %s." % (
+    if proposal.get("stacked_variant") and not proposal.get("measured") and proposal["status"] == STATUS_PROPOSED:
+        lines[0] += " Measure it: `-e recommend=true` (`fleetopt run --recommend`)."
+    lines += ["", "Written to `recommended.yml`. Recommended, in order of measured effect: %s." % (
         ", ".join(proposal["stack"]) or "none (the baseline)"), ""]
+    lines += measured_text(proposal) + search_text(proposal)
     if proposal["candidates"]:
         table = [[c["id"], ", ".join(c["hosts"]), "flags: %s; env: %s" % (_flag_changes(c["flags"]), _flag_changes(c["env"])),
                   "%s at c=%s" % (fmt_change(c["gain"]), c["gain"]["concurrency"]),

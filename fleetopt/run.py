@@ -4,6 +4,10 @@ Secrets come from the environment: FLEETOPT_API_KEY (the server's API key) and
 FLEETOPT_SECRET_<NAME> (environment variable <NAME> of the server, e.g. a hub token).
 They never reach the artifacts, the results or the logs.
 
+--recommend measures, after the matrix and its report, the stack the report proposed (optimize.yml's
+stack stage, -e recommend=true); --verify results/<id>/recommended.yml measures an earlier
+recommendation against the baseline in a new campaign (-e recommended=...), without a matrix.
+
 Exit codes:
   0  the campaign ran (every cell has a result, whatever its verdict) and the gate passed
   1  campaign error: the playbook failed, a host was unreachable, or no cell was written
@@ -35,6 +39,9 @@ from fleetopt import gate
 from fleetopt.hosts import troubled_hosts
 from fleetopt.paths import ROOT
 
+# Runs of optimize.yml for one `fleetopt run --recommend` while its greedy search goes on (each measures up to
+# four steps); the search tries each candidate once, so this bounds catalogs of 4 * 8 candidates.
+MAX_SEARCH_RUNS = 8
 EXIT_OK, EXIT_CAMPAIGN_ERROR, EXIT_REGRESSION, EXIT_GATE_INCOMPLETE, EXIT_GATE_INCONCLUSIVE = 0, 1, 3, 4, 5
 # Secrets read from fleetopt's environment. ansible-runner records the environment it passes
 # to ansible-playbook in its artifacts, so these leave the environment and travel as extra
@@ -101,6 +108,16 @@ def campaign_vars(args):
         extra["aa"] = args.aa
     if args.fresh:
         extra["fresh"] = True
+    if getattr(args, "recommend", False):
+        extra["recommend"] = True
+    if getattr(args, "verify", None):
+        if extra.get("recommend"):
+            raise SystemExit("fleetopt run: give --recommend (measure this campaign's proposed stack) or --verify "
+                             "(verify an earlier recommendation), not both")
+        earlier = pathlib.Path(args.verify).resolve()
+        if not earlier.is_file():
+            raise SystemExit("fleetopt run: no such recommendation %s (give results/<id>/recommended.yml)" % args.verify)
+        extra["recommended"] = str(earlier)
     if getattr(args, "slo", None):
         from fleetopt.report import parse_slo  # the report's reader: one spelling of --slo
         try:
@@ -160,6 +177,17 @@ def _run(private, playbook, args, extravars, ident, interrupt):
     )
 
 
+def searching(campaign_dir):
+    """Whether the campaign's recommendation says its greedy search has a next step to measure."""
+    import yaml
+
+    try:
+        recommendation = yaml.safe_load((campaign_dir / "recommended.yml").read_text())
+    except (OSError, yaml.YAMLError):
+        return False
+    return isinstance(recommendation, dict) and recommendation.get("outcome") == "searching"
+
+
 def results_dir(args, extravars):
     return pathlib.Path(extravars.get("campaign_results_dir") or ROOT / "results") / args.campaign_id
 
@@ -203,8 +231,8 @@ def check_gate(args, campaign_dir):
 
 def main(args):
     args.campaign_id = args.campaign_id or datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    if args.tier is None and not args.only:
-        raise SystemExit("fleetopt run: give --tier N or --only id1,id2")
+    if args.tier is None and not args.only and not getattr(args, "verify", None):
+        raise SystemExit("fleetopt run: give --tier N, --only id1,id2 or --verify results/<id>/recommended.yml")
     if args.gate_reference:
         gate.load_summary(args.gate_reference)  # a missing reference is an error before anything runs
         gate.parse_host_map(args.gate_host_map)  # so is a malformed host map
@@ -213,6 +241,14 @@ def main(args):
     interrupt = Interrupt()
     runner = run_playbook("optimize.yml", args, extravars, args.campaign_id, interrupt)
     campaign_dir = results_dir(args, extravars)
+    # optimize.yml measures a few steps of a greedy search per run; the campaign is resumed (finished
+    # cells kept) until the recommendation stops searching.
+    for again in range(1, MAX_SEARCH_RUNS):
+        if interrupt.cancelled() or runner.rc != 0 or not extravars.get("recommend") or not searching(campaign_dir):
+            break
+        print("fleetopt run: the greedy search goes on; resuming campaign %s (run %d)" % (args.campaign_id, again + 1))
+        extravars.pop("fresh", None)
+        runner = run_playbook("optimize.yml", args, extravars, "%s-search%d" % (args.campaign_id, again), interrupt)
     print("fleetopt run: artifacts in %s" % (pathlib.Path(args.artifacts) / args.campaign_id))
 
     if interrupt.cancelled():

@@ -12,6 +12,11 @@ variances) and the minimum effect:
 
 The confidence of each interval is adjusted for the family of levels it is judged with
 (Bonferroni: 1 - (1 - confidence) / m), so that m levels together keep the stated confidence.
+
+Two configurations measured in different stages of a campaign, each beside a baseline of its own
+(the recommendation's stack stage), are compared through their effects (compare_effects): the ratio
+of the two gains, so that a drift of the host between the stages cancels as far as it scales a
+configuration and the baseline beside it alike, with an interval from all four measurements.
 """
 import math
 
@@ -75,8 +80,8 @@ def _spread(result, n_variant, n_baseline):
         _pct(result["cv_variant_pct"]), n_variant, _pct(result["cv_baseline_pct"]), n_baseline)
 
 
-def _judge(result, higher_is_better, min_effect_pct, n_variant, n_baseline):
-    """(verdict, reason) from the interval already in `result`."""
+def _judge(result, higher_is_better, min_effect_pct, spread):
+    """(verdict, reason) from the interval already in `result`; `spread` describes the samples behind it."""
     change, low, high = result["change_pct"], result["ci_low_pct"], result["ci_high_pct"]
     shown = "%+.1f %% [%+.1f, %+.1f] at %s %% confidence" % (change, low, high, fmt_confidence(result["confidence"]))
     excludes_zero = low > 0 or high < 0
@@ -92,7 +97,7 @@ def _judge(result, higher_is_better, min_effect_pct, n_variant, n_baseline):
     else:
         why = "the interval contains 0 and reaches beyond ±%.1f %%" % min_effect_pct
     return "inconclusive", "%s: %s (interval width %.1f points against a band of %.1f); %s" % (
-        shown, why, high - low, 2 * min_effect_pct, _spread(result, n_variant, n_baseline))
+        shown, why, high - low, 2 * min_effect_pct, spread)
 
 
 def compare(variant, baseline, higher_is_better=True, confidence=DEFAULT_CONFIDENCE,
@@ -126,5 +131,50 @@ def compare(variant, baseline, higher_is_better=True, confidence=DEFAULT_CONFIDE
                       ci_high_pct=float(interval.high) / abs(base_mean) * 100.0,
                       p_value=float(test.pvalue), tested=True)
     result["significant"] = bool(result["ci_low_pct"] > 0 or result["ci_high_pct"] < 0)
-    result["verdict"], result["reason"] = _judge(result, higher_is_better, min_effect_pct, len(a), len(b))
+    result["verdict"], result["reason"] = _judge(result, higher_is_better, min_effect_pct, _spread(result, len(a), len(b)))
+    return result
+
+
+def _log_interval(sides, level):
+    """(log of the ratio of the two gains, half width of its t interval, p value) by the delta method: each mean's
+    squared standard error over its squared mean, Welch-Satterthwaite degrees of freedom."""
+    means = [float(np.mean(side)) for side in sides]
+    log_ratio = math.log(means[0] / means[1]) - math.log(means[2] / means[3])
+    terms = [float(np.var(side, ddof=1)) / (len(side) * mean ** 2) for side, mean in zip(sides, means)]
+    if sum(terms) == 0.0:
+        return log_ratio, 0.0, 0.0 if log_ratio != 0 else 1.0
+    se = math.sqrt(sum(terms))
+    df = sum(terms) ** 2 / sum(term ** 2 / (len(side) - 1) for term, side in zip(terms, sides))
+    p_value = float(2 * stats.t.sf(abs(log_ratio) / se, df))
+    return log_ratio, float(stats.t.ppf(1 - (1 - level) / 2, df)) * se, p_value
+
+
+def compare_effects(variant, variant_baseline, other, other_baseline, higher_is_better=True,
+                    confidence=DEFAULT_CONFIDENCE, min_effect_pct=DEFAULT_MIN_EFFECT_PCT, family_size=1):
+    """`variant`'s gain over its own baseline against `other`'s gain over its own, for two configurations measured
+    in different stages, each beside a baseline of its own: the change is the ratio of the two ratios, in percent;
+    its interval a t interval on the log scale (_log_interval), wider than a comparison within one stage since all
+    four measurements are noisy. The result has compare()'s keys and verdict rule; None when a side has no value."""
+    sides = [_finite(side) for side in (variant, variant_baseline, other, other_baseline)]
+    if not all(sides) or any(np.mean(side) <= 0 for side in sides):
+        return None
+    level = bonferroni(confidence, family_size)
+    means = [float(np.mean(side)) for side in sides]
+    change = ((means[0] / means[1]) / (means[2] / means[3]) - 1.0) * 100.0
+    cvs = [cv_pct(side) for side in sides]
+    result = {"change_pct": change, "ci_low_pct": None, "ci_high_pct": None, "p_value": None,
+              "significant": False, "tested": False, "verdict": "inconclusive", "reason": None,
+              "cv_variant_pct": cvs[0], "cv_baseline_pct": cvs[2], "cv_stage_baselines_pct": [cvs[1], cvs[3]],
+              "confidence": level, "compared": "effects"}
+    if min(len(side) for side in sides) < 2:
+        result["reason"] = "fewer than two trials on a side (%s): no interval, change %+.1f %%" % (
+            ", ".join(str(len(side)) for side in sides), change)
+        return result
+    log_ratio, half, p_value = _log_interval(sides, level)
+    result.update(ci_low_pct=(math.exp(log_ratio - half) - 1.0) * 100.0,
+                  ci_high_pct=(math.exp(log_ratio + half) - 1.0) * 100.0, p_value=p_value, tested=True)
+    result["significant"] = bool(result["ci_low_pct"] > 0 or result["ci_high_pct"] < 0)
+    spread = ("CV %s over %d trial(s) against its baseline's %s over %d, the other %s over %d against its baseline's "
+              "%s over %d" % tuple(x for cv, side in zip(cvs, sides) for x in (_pct(cv), len(side))))
+    result["verdict"], result["reason"] = _judge(result, higher_is_better, min_effect_pct, spread)
     return result

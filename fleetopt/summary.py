@@ -2,9 +2,14 @@
 
 A row is one (host, variant, concurrency). Each variant is compared with the baseline
 measured on the same host at the same concurrency, so a fleet of unlike hosts still gives
-fair comparisons. The cells of one (host, variant) from several server launches are merged
-first (fleetopt.launches); the intervals of a variant's levels are simultaneous over those
-levels (Bonferroni); the A/A comparison gates each host's verdicts (fleetopt.verdicts).
+fair comparisons. A stack measured after the matrix (the recommendation's stack stage) is compared
+with the baseline its stage measured again beside it (its cell's `stacked.baseline`; that cell's
+`baseline_of` names the stack), not with the matrix's, which may be hours older: a drift of the host
+between the stages would pose as the stack's effect. The baseline measured again is compared with
+the matrix's like any variant, and that comparison is the drift. The cells of one (host, variant)
+from several server launches are merged first (fleetopt.launches); the intervals of a variant's
+levels are simultaneous over those levels (Bonferroni); the A/A comparison gates each host's
+verdicts (fleetopt.verdicts).
 
 Under SLOs (the cells record the campaign_slo they were measured under; the report may give its
 own) each row carries goodput beside throughput (the client's request_goodput, and its share of
@@ -45,11 +50,17 @@ def load_cells(campaign_dir):
     return sorted(cells, key=lambda c: (c.get("order", 0), c["variant"], c["host"], launch_number(c)))
 
 
+def own_baseline(cell):
+    """The variant a cell is compared with: the baseline its stage measured beside it, else the campaign's."""
+    return (cell.get("stacked") or {}).get("baseline") or BASELINE
+
+
 def _base_row(cell):
     failure = cell.get("failure") or {}
     return {
         "variant": cell["variant"], "title": cell.get("title"), "host": cell.get("host"),
         "failure_class": failure.get("failure_class"), "reason": cell.get("reason"),
+        "baseline_variant": own_baseline(cell),
     }
 
 
@@ -114,13 +125,24 @@ def variant_capacity(cell, slo, confidence):
     return capacity(cell.get("levels") or [], slo, confidence)
 
 
+def _no_reference(row):
+    if row["baseline_variant"] == BASELINE:
+        return "the baseline measured nothing at this concurrency on this host"
+    return ("its stage's own baseline (%s, measured beside it) measured nothing at this concurrency on this host; "
+            "the matrix's baseline is not taken instead" % row["baseline_variant"])
+
+
 def attach_comparisons(rows, verdict_metric, confidence, min_effect_pct):
-    """vs_baseline, verdict and verdict_reason of every measured row; each variant's levels on a
-    host form one family (Bonferroni over the m levels it was compared at)."""
-    baselines = {(r["host"], r["concurrency"]): r for r in rows if r["variant"] == BASELINE and r["status"] == "ok"}
+    """vs_baseline, verdict and verdict_reason of every measured row, against its own baseline (baseline_variant);
+    each variant's levels on a host form one family (Bonferroni over the m levels it was compared at)."""
+    measured = {(r["host"], r["variant"], r["concurrency"]): r for r in rows if r["status"] == "ok"}
+
+    def reference_of(row):
+        return measured.get((row["host"], row["baseline_variant"], row["concurrency"]))
+
     family = {}
     for row in rows:
-        if row["status"] == "ok" and row["variant"] != BASELINE and (row["host"], row["concurrency"]) in baselines:
+        if row["status"] == "ok" and row["variant"] != BASELINE and reference_of(row) is not None:
             family[(row["host"], row["variant"])] = family.get((row["host"], row["variant"]), 0) + 1
     for row in rows:
         if row["status"] != "ok":
@@ -129,10 +151,9 @@ def attach_comparisons(rows, verdict_metric, confidence, min_effect_pct):
         if row["variant"] == BASELINE:
             row.update(vs_baseline=None, verdict="baseline", verdict_reason=None)
             continue
-        reference = baselines.get((row["host"], row["concurrency"]))
+        reference = reference_of(row)
         if reference is None:
-            row.update(vs_baseline=None, verdict="inconclusive",
-                       verdict_reason="the baseline measured nothing at this concurrency on this host")
+            row.update(vs_baseline=None, verdict="inconclusive", verdict_reason=_no_reference(row))
             continue
         m = family[(row["host"], row["variant"])]
         row["vs_baseline"] = {
@@ -166,14 +187,14 @@ def level_verdicts(own, baseline_levels):
 
 
 def variant_summaries(cells, rows, slo=None, confidence=stats.DEFAULT_CONFIDENCE):
-    baseline_levels = {}
+    measured_levels = {}
     for r in rows:
-        if r["variant"] == BASELINE and r["status"] == "ok":
-            baseline_levels.setdefault(r["host"], set()).add(r["concurrency"])
+        if r["status"] == "ok":
+            measured_levels.setdefault((r["host"], r["variant"]), set()).add(r["concurrency"])
     summaries = []
     for cell in cells:
         own = [r for r in rows if r["variant"] == cell["variant"] and r["host"] == cell["host"]]
-        levels = level_verdicts(own, baseline_levels.get(cell["host"], set()))
+        levels = level_verdicts(own, measured_levels.get((cell["host"], own_baseline(cell)), set()))
         if cell["status"] != "ok":
             verdict, why = cell["status"], cell.get("reason")
         elif cell["variant"] == BASELINE:
@@ -185,6 +206,7 @@ def variant_summaries(cells, rows, slo=None, confidence=stats.DEFAULT_CONFIDENCE
         summaries.append({
             "variant": cell["variant"], "title": cell.get("title"), "host": cell["host"], "status": cell["status"],
             "verdict": verdict, "verdict_reason": why, "failure_class": failure.get("failure_class"),
+            "baseline_variant": own_baseline(cell), "baseline_of": cell.get("baseline_of"),
             "root_cause": failure.get("root_cause"), "remedy": failure.get("remedy"), "reason": cell.get("reason"),
             "startup_s": (cell.get("startup") or {}).get("startup_s"),
             "launches": len({lv.get("launch", 1) for lv in cell.get("levels") or [] if lv.get("status") == "ok"}),

@@ -8,11 +8,18 @@ cell around it).
     {{ _campaign_variant | fleetopt_cell_outcome(_campaign_server, _campaign_bench | default(none),
                                                   _campaign_post_mortem | default(none), 900) }}
     -> {'status': 'ok', 'reason': None, 'failure': None, 'host_lost': False}
+
+Filter `fleetopt_cell_kept`: whether a resumed campaign keeps a cell it already wrote (complete for
+the same configuration; one of a pair only with the other, see its docstring).
+
+    {{ _campaign_previous | fleetopt_cell_kept(_campaign_cell_key, _campaign_partner_previous) }}
 """
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+# What a cell that measured everything it could ends as; any other status, or a failed level, is measured again.
+COMPLETE = ("ok", "blocked", "not_applicable")
 REMEDY_UNREACHABLE = ("Bring the host back and run the campaign again with the same campaign id; "
                       "finished cells are kept.")
 
@@ -60,6 +67,21 @@ def fleetopt_cell_outcome(variant, server_result=None, bench_result=None, post_m
     return outcome
 
 
+def complete(cell):
+    return (isinstance(cell, dict) and cell.get("status") in COMPLETE
+            and all(level.get("status") == "ok" for level in cell.get("levels") or []))
+
+
+def fleetopt_cell_kept(previous, cell_key, partner=None):
+    """Whether `previous` (this variant and launch's cell, {} when none) is kept: complete for the same configuration.
+    A stack and the baseline measured again beside it are a pair (`partner`: the other's cell of the same launch, {}
+    when none; None for a variant of no pair): each is kept only when the other is complete too, so a stage resumed
+    after an interruption measures both again rather than one beside a cell of another session."""
+    if not complete(previous) or previous.get("cell_key") != cell_key:
+        return False
+    return partner is None or complete(partner)
+
+
 class FilterModule:
     def filters(self):
-        return {"fleetopt_cell_outcome": fleetopt_cell_outcome}
+        return {"fleetopt_cell_outcome": fleetopt_cell_outcome, "fleetopt_cell_kept": fleetopt_cell_kept}

@@ -127,7 +127,11 @@ stack:
   type: dict
   sample: {"profile": "sglang-0.5.9", "installed": {"sglang": "0.5.9"}, "patches": [{"id": "flashinfer-fp4-quantize-custom-op", "state": "applied"}]}
 variants:
-  description: Baseline first, then each selected optimization, with merged flags and environment.
+  description:
+    - Baseline first, then each selected optimization, with merged flags and environment (a flag or variable
+      set to null in the entry is removed).
+    - C(stacked) is the entry's own C(stacked) (a stack of optimizations the recommendation composed, with
+      C(composes) and C(verifies)), else null.
   returned: success
   type: list
   elements: dict
@@ -296,15 +300,26 @@ def own_server_pids(run_dir):
     return pids
 
 
+def baseline_again(baseline, variant_id, title, baseline_of=None):
+    """The baseline planned once more under another id: the A/A check, or the baseline of a stack's stage."""
+    return dict(baseline, id=variant_id, title=title, baseline_of=baseline_of)
+
+
 def plan_variants(adapter, entries, baseline_flags, baseline_env, host, model, engine_version, aa=False,
                   patches=()):
     base_flags = merge_flags(adapter.baseline_flags(), baseline_flags)
     variants = [{
         "id": "baseline", "title": "Baseline", "tier": 0, "applicable": True, "reason": None,
         "flags": adapter.normalize_flags(base_flags), "env": dict(baseline_env), "catalog_flags": {},
-        "conflicts": [],
+        "conflicts": [], "stacked": None, "baseline_of": None,
     }]
     for entry in entries:
+        stage_baseline = (entry.get("stacked") or {}).get("baseline")
+        if stage_baseline:
+            # Measured just before the stack (and after it in the reversed rounds), not hours earlier with the
+            # matrix: a drift of the host between the two must not pose as the stack's effect.
+            variants.append(baseline_again(variants[0], stage_baseline, "Baseline again beside %s" % entry["id"],
+                                           baseline_of=entry["id"]))
         flags = adapter.normalize_flags(merge_flags(base_flags, entry.get("flags")))
         reasons = unmet_requirements(entry.get("requires") or {}, host, model, engine_version, patches)
         reasons += ["%s: %s" % (flag, why) for flag, why in adapter.unsupported_flags(flags)]
@@ -318,13 +333,18 @@ def plan_variants(adapter, entries, baseline_flags, baseline_env, host, model, e
             "applicable": not reasons,
             "reason": "; ".join(reasons) or None,
             "flags": flags,
-            "env": dict(baseline_env, **(entry.get("env") or {})),
+            # A variable set to null is removed (a stacked variant's candidate may remove one).
+            "env": dict((k, v) for k, v in dict(baseline_env, **(entry.get("env") or {})).items() if v is not None),
             "catalog_flags": entry.get("flags") or {},
             # Entries this one must never share a stack with (the recommendation reads them from the cell).
             "conflicts": entry.get("conflicts") or [],
+            # A stack of optimizations (the recommendation's): which ones it composes, and the campaign whose
+            # recommendation it verifies; recorded in its cell, where the report reads it.
+            "stacked": entry.get("stacked"),
+            "baseline_of": None,
         })
     if aa:
-        variants.append(dict(variants[0], id="baseline_aa", title="Baseline again (A/A noise check)"))
+        variants.append(baseline_again(variants[0], "baseline_aa", "Baseline again (A/A noise check)"))
     for order, variant in enumerate(variants):
         variant["order"] = order
     return variants

@@ -22,7 +22,8 @@ PLAYBOOK = """
     _campaign_plan: {engine_version: "0.1.0", host: {}, model_info: {}, stack: {}}
     _campaign_variant: {id: baseline, title: Baseline, tier: 0, order: 0, launch_number: 1, launches: 1,
                         applicable: true, flags: {}, catalog_flags: {}, cell_name: baseline,
-                        conflicts: [{id: other, why: planted}]}
+                        conflicts: [{id: other, why: planted}], stacked: {composes: [a, b], verifies: c0},
+                        baseline_of: stack}
   tasks:
     - name: Stand in for a server that became ready
       ansible.builtin.set_fact:
@@ -66,6 +67,10 @@ def test_the_cell_template_takes_status_reason_and_failure_from_the_filter(tmp_p
     assert ok["levels"] == [{"concurrency": 1}] and ok["benchmark"]["client"] == ["python", "-m", "bench"]
     assert ok["benchmark"]["slo"] == {"p99_ttft_ms": 1000.0}
     assert ok["provenance"]["conflicts"] == [{"id": "other", "why": "planted"}]
+    # A stacked variant's cell says what it composes (the recommendation reads it there).
+    assert ok["stacked"] == {"composes": ["a", "b"], "verifies": "c0"}
+    # The baseline measured again in a stack stage says whose baseline it is (the summary compares the stack with it).
+    assert ok["baseline_of"] == "stack"
     crashed = json.loads((tmp_path / "crashed.json").read_text())
     assert crashed["status"] == "crashed" and crashed["failure"] == {"failure_class": "cuda_oom"}
     assert crashed["startup"]["exit_code"] == -9

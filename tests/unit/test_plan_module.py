@@ -195,3 +195,39 @@ def test_the_catalogs_declare_the_conflicts_their_flags_cannot_show():
     assert not [e["id"] for e in vllm if e.get("conflicts")]
     changed = [set(e.get("flags") or {}) | set(e.get("env") or {}) for e in vllm]
     assert all(not (a & b) for i, a in enumerate(changed) for b in changed[i + 1:])
+
+
+def test_a_stacked_variant_removes_what_its_candidates_remove_and_says_what_it_composes(engine_python, model_dir,
+                                                                                        tmp_path, port):
+    # The recommendation's stacked variant: the candidates' changes against the baseline, a removed flag or
+    # environment variable as null (recommend=true adds it to the catalog).
+    stacked = {"id": "stack", "title": "Stack: compile + unbound", "tier": 0,
+               "flags": {"--enforce-eager": None, "--max-num-seqs": 4},
+               "env": {"VLLM_CPU_KVCACHE_SPACE": None, "OMP_BIND": "nobind"},
+               "stacked": {"composes": ["compile", "unbound"], "verifies": None}}
+    catalog = dict(CATALOG, optimizations=CATALOG["optimizations"] + [stacked])
+    result = plan(engine_python(), model_dir, tmp_path, port, catalog=catalog, only=["stack"])
+    variants = {v["id"]: v for v in result["variants"]}
+    assert list(variants) == ["baseline", "stack"]
+    assert variants["stack"]["flags"] == {"--max-model-len": 512, "--max-num-seqs": 4}
+    assert variants["stack"]["env"] == {"OMP_BIND": "nobind"}
+    assert variants["stack"]["stacked"] == {"composes": ["compile", "unbound"], "verifies": None}
+    assert variants["baseline"]["stacked"] is None
+
+
+def test_a_stack_measured_after_the_matrix_gets_the_baseline_again_just_before_it(engine_python, model_dir,
+                                                                                  tmp_path, port):
+    # The matrix's baseline may be hours old when the stack is measured: the stack stage measures the baseline
+    # again beside the stack (planned like the A/A copy, under the name the stacked variant gives it), so that
+    # the ABBA order of launches brackets the stack with it and a drift of the host cannot pose as its effect.
+    stacked = {"id": "stack_2", "title": "Greedy step: compile + async", "tier": 0, "flags": {"--enforce-eager": None},
+               "stacked": {"composes": ["compile", "async"], "baseline": "baseline_stack_2"}}
+    catalog = dict(CATALOG, optimizations=CATALOG["optimizations"] + [stacked])
+    result = plan(engine_python(), model_dir, tmp_path, port, catalog=catalog, only=["stack_2"], aa=True)
+    assert [v["id"] for v in result["variants"]] == ["baseline", "baseline_stack_2", "stack_2", "baseline_aa"]
+    variants = {v["id"]: v for v in result["variants"]}
+    again = variants["baseline_stack_2"]
+    assert (again["flags"], again["env"]) == (variants["baseline"]["flags"], variants["baseline"]["env"])
+    assert again["baseline_of"] == "stack_2" and again["stacked"] is None and again["applicable"]
+    assert [v["order"] for v in result["variants"]] == [0, 1, 2, 3]
+    assert variants["stack_2"]["baseline_of"] is None and variants["baseline_aa"]["baseline_of"] is None

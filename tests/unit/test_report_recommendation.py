@@ -78,3 +78,81 @@ def test_without_slos_the_report_says_there_is_no_capacity(tmp_path):
     folder = campaign(tmp_path, slo={})
     run(folder)
     assert "No SLO was set (campaign_slo)" in (folder / "report.md").read_text()
+
+
+def stacked_campaign(tmp_path, stack_outputs, drift=1.0):
+    """baseline, two candidates that stack (--fast, --lean), and the stack of both measured after the matrix beside
+    the baseline measured again, on a host whose throughput changed by `drift` since the matrix."""
+    again = [[round(out * drift, 1) for out in outs] for outs in ((100, 101, 99), (300, 303, 297))]
+    cells = [with_launch(cell("baseline", 0, levels=trials(1, 100, 101, 99) + trials(4, 300, 303, 297)),
+                         ["--enforce-eager"]),
+             with_launch(cell("helps", 1, levels=trials(1, 130, 131, 129) + trials(4, 390, 393, 387)),
+                         ["--enforce-eager", "--fast"]),
+             with_launch(cell("lean", 2, levels=trials(1, 110, 111, 109) + trials(4, 330, 333, 327)),
+                         ["--enforce-eager", "--lean"]),
+             with_launch(cell("baseline_stack", 3, levels=trials(1, *again[0]) + trials(4, *again[1])),
+                         ["--enforce-eager"]),
+             with_launch(cell("stack", 4, levels=trials(1, *stack_outputs[0]) + trials(4, *stack_outputs[1])),
+                         ["--enforce-eager", "--fast", "--lean"])]
+    cells[-2]["baseline_of"] = "stack"
+    cells[-1]["stacked"] = {"composes": ["helps", "lean"], "proposed_by": "c1", "baseline": "baseline_stack"}
+    return write_campaign(tmp_path, cells)
+
+
+def test_a_measured_stack_opens_the_report_with_its_gain_and_its_lead_over_the_best_single_candidate(tmp_path):
+    folder = stacked_campaign(tmp_path, [(150, 151, 149), (450, 453, 447)])
+    assert run(folder) == 0
+    recommendation = yaml.safe_load((folder / "recommended.yml").read_text())
+    assert recommendation["status"] == "measured as a stack" and recommendation["stack"] == ["helps", "lean"]
+    markdown = (folder / "report.md").read_text()
+    section = markdown.split("## Campaign")[0]
+    assert "Status: measured as a stack" in section
+    assert "Measured as one launch (helps + lean, on h1) against the baseline measured again beside it" in section
+    assert "+50.0 %" in section
+    assert "against helps alone" in section and "improved" in section
+    html = (folder / "report.html").read_text()
+    assert 'id="recommendation-measured"' in html and "+50.0 %" in html
+
+
+def test_a_stack_no_better_than_the_best_single_candidate_says_so_in_the_report(tmp_path):
+    folder = stacked_campaign(tmp_path, [(130, 131, 129), (390, 393, 387)])
+    assert run(folder) == 0
+    recommendation = yaml.safe_load((folder / "recommended.yml").read_text())
+    assert recommendation["outcome"] == "best_single" and recommendation["stack"] == ["helps"]
+    section = (folder / "report.md").read_text().split("## Campaign")[0]
+    assert "not better than the best single candidate helps" in section and "stack_not_better" in section
+
+
+def test_the_greedy_search_is_listed_step_by_step(tmp_path):
+    from fleetopt.report import recommendation_text
+    proposal = {"status": "measured as a stack, found greedily", "stack": ["a", "b"], "candidates": [], "slo": {},
+                "verdict_metric": "output_throughput", "inventory": {}, "launch": {"command": None}, "left_out": [],
+                "measured": None, "search": {"kind": "greedy", "kept": ["a", "b"], "next": None, "steps": [
+                    {"composes": ["a", "b"], "against": "a", "verdict": "improved", "reason": "+9 %", "kept": True,
+                     "compared": "as effects, each against the baseline of its own stage: stack_2 against "
+                                 "baseline_stack_2, a against baseline"},
+                    {"composes": ["a", "b", "c"], "against": "stack_2", "verdict": "neutral", "reason": "+0 %",
+                     "kept": False}]}}
+    text = recommendation_text(proposal)
+    assert "Greedy search" in text and "a + b + c" in text and "kept" in text and "not kept" in text
+    assert "stack_2 against baseline_stack_2, a against baseline" in text
+
+
+def test_the_report_names_the_baseline_the_stack_was_compared_with_and_the_drift_since_the_matrix(tmp_path):
+    # The host is 10 % faster in the stack stage; the stack gains 50 % beside the baseline measured there.
+    folder = stacked_campaign(tmp_path, [(165, 166.1, 163.9), (495, 498.3, 491.7)], drift=1.1)
+    assert run(folder) == 0
+    section = (folder / "report.md").read_text().split("## Campaign")[0]
+    assert "against the baseline measured again beside it in the stack stage (baseline_stack)" in section, section
+    assert "+50.0 %" in section and "+10.0 %" in section and "drift" in section
+    assert "compared as effects, each against the baseline of its own stage: stack against baseline_stack, helps " \
+           "against baseline" in section, section
+    verdicts = (folder / "report.md").read_text().split("## Verdicts")[1].split("## Capacity")[0]
+    row = next(line for line in verdicts.splitlines() if line.startswith("| baseline_stack"))
+    assert "the baseline measured again beside stack, against the matrix's: the drift between the stages" in row, row
+    matrix = (folder / "report.md").read_text().split("## Matrix")[1]
+    assert "vs baseline_stack" in matrix, "a row compared with its stage's baseline says so in the matrix"
+    header = (folder / "recommended.yml").read_text().splitlines()[1]
+    assert header.startswith("# The stack was measured against the baseline measured again beside it"), header
+    html = (folder / "report.html").read_text()
+    assert "baseline_stack" in html.split('id="recommendation-measured"')[1].split("</p>")[0]

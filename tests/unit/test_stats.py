@@ -125,3 +125,43 @@ def test_bonferroni_can_turn_a_verdict_inconclusive():
 def test_cv_pct():
     assert stats.cv_pct([10.0, 12.0, 14.0]) == pytest.approx(2.0 / 12.0 * 100)
     assert stats.cv_pct([5.0]) is None
+
+
+TIGHT = (0.99, 1.0, 1.01)
+
+
+def around(mean):
+    return [mean * s for s in TIGHT]
+
+
+def test_effects_are_compared_as_the_ratio_of_the_two_gains():
+    # +30 % against one baseline, +50 % against another: the first is 13.3 % below the second.
+    result = stats.compare_effects(around(130.0), around(100.0), around(120.0), around(80.0), min_effect_pct=5.0)
+    assert result["change_pct"] == pytest.approx((1.3 / 1.5 - 1) * 100)
+    assert result["verdict"] == "regressed" and result["tested"] and result["ci_high_pct"] < 0
+
+
+def test_a_drift_that_scales_one_stage_cancels_out_of_the_comparison_of_effects():
+    # The host is 30 % slower in the second stage: the configuration and its stage's baseline both measure less.
+    result = stats.compare_effects(around(91.0), around(70.0), around(130.0), around(100.0), min_effect_pct=5.0)
+    assert result["change_pct"] == pytest.approx(0.0, abs=1e-9) and result["verdict"] == "neutral"
+
+
+def test_the_interval_of_effects_is_a_t_interval_on_the_log_scale_from_all_four_measurements():
+    sides = ([130.0, 126.0, 135.0], [100.0, 97.0, 104.0, 99.0], [120.0, 118.0, 125.0], [80.0, 83.0, 79.0])
+    result = stats.compare_effects(*sides, confidence=0.95, family_size=2)
+    terms = [np.var(s, ddof=1) / (len(s) * np.mean(s) ** 2) for s in sides]
+    se = math.sqrt(sum(terms))
+    df = sum(terms) ** 2 / sum(t ** 2 / (len(s) - 1) for t, s in zip(terms, sides))
+    log_ratio = math.log(np.mean(sides[0]) / np.mean(sides[1]) / (np.mean(sides[2]) / np.mean(sides[3])))
+    half = sps.t.ppf(1 - 0.05 / 2 / 2, df) * se
+    assert result["confidence"] == pytest.approx(0.975)
+    assert result["ci_low_pct"] == pytest.approx((math.exp(log_ratio - half) - 1) * 100)
+    assert result["ci_high_pct"] == pytest.approx((math.exp(log_ratio + half) - 1) * 100)
+    assert result["p_value"] == pytest.approx(2 * sps.t.sf(abs(log_ratio) / se, df))
+
+
+def test_effects_with_one_trial_on_a_side_are_not_tested_and_without_values_not_compared():
+    result = stats.compare_effects([130.0], around(100.0), around(120.0), around(80.0))
+    assert result["verdict"] == "inconclusive" and not result["tested"] and "fewer than two trials" in result["reason"]
+    assert stats.compare_effects([], around(100.0), around(120.0), around(80.0)) is None
