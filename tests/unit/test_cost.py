@@ -1,7 +1,6 @@
 """Cost per million output tokens at each variant's capacity, and the report's cost and energy
 section, from cells in the shape the campaign writes."""
 import argparse
-import json
 
 import pytest
 
@@ -9,6 +8,7 @@ from fleetopt import report
 from fleetopt.cost import per_million
 from fleetopt.summary import build_summary
 from summary_cells import cell, level
+from test_report import write_campaign
 
 SLO = {"p99_ttft_ms": 100.0}
 
@@ -72,15 +72,6 @@ def test_a_price_given_to_the_report_prices_every_host(tmp_path):
     summary = build_summary(tmp_path / "c", cells, cost_per_host_hour=3.6)
     assert by_variant(summary, "baseline")["cost"]["per_million_output_tokens"] == pytest.approx(1.0)
     assert summary["settings"]["cost_source"] == "report"
-
-
-def write_campaign(tmp_path, cells):
-    campaign = tmp_path / "results" / "c1"
-    for c in cells:
-        path = campaign / "cells" / c["host"] / ("%s.json" % c["variant"])
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(c))
-    return campaign
 
 
 def run_report(campaign, price=None):
