@@ -20,7 +20,7 @@ def host_prices(cells, given=None):
     prices = {}
     for cell in cells:
         price = given if given is not None else (cell.get("benchmark") or {}).get("cost_per_host_hour")
-        if price is not None:
+        if price not in (None, ""):  # "" is what `-e campaign_cost_per_host_hour=` leaves
             prices[cell["host"]] = float(price)
     return prices
 

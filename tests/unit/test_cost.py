@@ -66,6 +66,13 @@ def test_no_capacity_is_no_cost_with_the_reason_and_no_price_is_no_cost(tmp_path
     assert by_variant(summary, "other")["cost"] is None
 
 
+def test_an_empty_price_from_the_command_line_is_no_price(tmp_path):
+    cells = [priced("baseline", [(1, (1000, 1000), 50)], price="")]
+    assert by_variant(build_summary(tmp_path / "c", cells), "baseline")["cost"] is None
+    assert by_variant(build_summary(tmp_path / "c", [priced("baseline", [(1, (1000, 1000), 50)], price="3.6")]),
+                      "baseline")["cost"]["per_million_output_tokens"] == pytest.approx(1.0)
+
+
 def test_a_price_given_to_the_report_prices_every_host(tmp_path):
     cells = [priced("baseline", [(1, (1000, 1000), 50)], price=None)]
     assert by_variant(build_summary(tmp_path / "c", cells), "baseline")["cost"] is None
