@@ -13,24 +13,18 @@ give the interval [low, high]. When every level holds, capacity is "at least" th
 level. Per level, the share of runs that met every SLO comes with its exact (Clopper-Pearson)
 interval.
 """
-import math
-
-import numpy as np
 from scipy import stats
 
 from fleetopt.stats import DEFAULT_CONFIDENCE
 
 # The collection's module_utils are importable once fleetopt.paths ran.
 import fleetopt.paths  # noqa: F401  pylint: disable=unused-import
-from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_slo import SLO_LABELS, slo_violations
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_slo import SLO_LABELS, level_judgement, slo_violations
 
 LABELS = dict(SLO_LABELS)
-# The rule the benchmark's capacity search judged the levels by, so the report reads capacity the same way.
+# The rule the benchmark's capacity search judged the levels by (level_judgement), so the report reads
+# capacity the same way; level_violations judges one run's figures.
 level_violations = slo_violations
-
-
-def _finite(values):
-    return [float(v) for v in values if v is not None and math.isfinite(float(v))]
 
 
 def _run_holds(run, slo):
@@ -48,13 +42,7 @@ def _ladder(holds_by_level):
 
 
 def _describe_level(concurrency, runs, slo, confidence):
-    ok = [r for r in runs if r.get("status") == "ok" and r.get("metrics")]
-    means = {key: (float(np.mean(_finite(r["metrics"].get(key) for r in ok)))
-                   if _finite(r["metrics"].get(key) for r in ok) else None) for key in LABELS}
-    broken = level_violations(means, slo) if ok else []
-    failed = len(runs) - len(ok)
-    if failed:
-        broken.append("%d of %d runs failed" % (failed, len(runs)))
+    means, broken = level_judgement(runs, slo)
     holds_in = sum(1 for r in runs if _run_holds(r, slo))
     share_ci = stats.binomtest(holds_in, len(runs)).proportion_ci(confidence_level=confidence)
     return {"concurrency": concurrency, "trials": len(runs), "holds_in": holds_in,

@@ -18,6 +18,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import math
+
 SLO_LABELS = (("p99_ttft_ms", "p99 TTFT"), ("p99_tpot_ms", "p99 TPOT"), ("p99_itl_ms", "p99 ITL"))
 
 
@@ -35,17 +37,28 @@ def slo_violations(metrics, slo):
     return broken
 
 
-def level_holds(runs, slo):
-    """Whether the runs of one level ([{status, metrics}]) hold every SLO on the mean of their p99 figures."""
+def level_judgement(runs, slo):
+    """(means, violations) of one level's runs ([{status, metrics}], skipped ones left out): the mean over
+    its successful runs of each p99 figure they recorded (None where none did), and each SLO those means
+    break, with the runs that failed."""
     runs = [r for r in runs if r.get("status") != "skipped"]
-    if not runs or any(r.get("status") != "ok" or not r.get("metrics") for r in runs):
-        return False
-    measured = [r["metrics"] for r in runs]
+    ok = [r["metrics"] for r in runs if r.get("status") == "ok" and r.get("metrics")]
     means = {}
     for key, _label in SLO_LABELS:
-        values = [float(m[key]) for m in measured if m.get(key) is not None]
-        means[key] = sum(values) / len(values) if len(values) == len(measured) else None
-    return not slo_violations(means, slo)
+        values = [float(m[key]) for m in ok if m.get(key) is not None and math.isfinite(float(m[key]))]
+        means[key] = sum(values) / len(values) if values else None
+    broken = slo_violations(means, slo) if ok else []
+    failed = len(runs) - len(ok)
+    if failed:
+        broken.append("%d of %d runs failed" % (failed, len(runs)))
+    return means, broken
+
+
+def level_holds(runs, slo):
+    """Whether a level's runs hold every SLO: every run succeeded and the means are within the limits."""
+    if not [r for r in runs if r.get("status") != "skipped"]:
+        return False
+    return not level_judgement(runs, slo)[1]
 
 
 def next_search_level(holds_by_level, ceiling):
