@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""Where a campaign's noise comes from, from its cells (issue 12): within a launch or between launches.
+
+For each host, variant and concurrency level with trials, prints the trials of each launch in
+order and three figures of the verdict metric:
+
+- within: the coefficient of variation of the trials inside a launch (pooled over launches);
+- between: the coefficient of variation of the launch means (two or more launches);
+- first-trial deficit: the first trial of each launch against the mean of that launch's other
+  trials, averaged over launches. A warm-up that settles the server leaves it near 0.
+
+Then, over the campaign, the mean of each figure. A between-launch spread well above what the
+within-launch spread explains (within / sqrt(trials)) says the launch, not the trial, is the unit
+that varies, and trials pooled across launches make intervals too narrow.
+
+    .venv/bin/python tests/benchmarks/variance_components.py results/<campaign-id> [--metric output_throughput]
+"""
+import argparse
+import json
+import math
+import pathlib
+
+import numpy as np
+
+
+def trials_by_launch(campaign_dir, metric):
+    """{(host, variant, concurrency): {launch: [value, ...] in run order}} over the ok runs."""
+    found = {}
+    for path in sorted(pathlib.Path(campaign_dir, "cells").glob("*/*.json")):
+        cell = json.loads(path.read_text())
+        launch = cell.get("launch_number") or 1
+        for level in cell.get("levels") or []:
+            value = (level.get("metrics") or {}).get(metric)
+            if level.get("status") != "ok" or value is None:
+                continue
+            key = (cell.get("host"), cell["variant"], level.get("concurrency"))
+            found.setdefault(key, {}).setdefault(launch, []).append(float(value))
+    return found
+
+
+def cv_pct(values):
+    values = np.asarray(values, dtype=float)
+    if len(values) < 2 or values.mean() == 0:
+        return None
+    return float(values.std(ddof=1) / values.mean() * 100)
+
+
+def components(launches):
+    """within (pooled CV), between (CV of launch means), first-trial deficit, all in percent or None."""
+    within = [cv_pct(t) for t in launches.values()]
+    within = [w for w in within if w is not None]
+    means = [float(np.mean(t)) for t in launches.values()]
+    deficits = [(t[0] / np.mean(t[1:]) - 1) * 100 for t in launches.values() if len(t) >= 2]
+    return {"within": math.sqrt(np.mean(np.square(within))) if within else None,
+            "between": cv_pct(means) if len(means) >= 2 else None,
+            "first_trial": float(np.mean(deficits)) if deficits else None,
+            "trials": round(float(np.mean([len(t) for t in launches.values()])), 1)}
+
+
+def fmt(value):
+    return "-" if value is None else "%+.1f" % value if value < 0 else "%.1f" % value
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("campaign_dir")
+    parser.add_argument("--metric", default="output_throughput")
+    args = parser.parse_args()
+    found = trials_by_launch(args.campaign_dir, args.metric)
+    if not found:
+        raise SystemExit("no ok runs with %s under %s/cells" % (args.metric, args.campaign_dir))
+    print("%s, per host / variant / concurrency (CV and deficit in %%)" % args.metric)
+    totals = {"within": [], "between": [], "first_trial": []}
+    for (host, variant, concurrency), launches in sorted(found.items(), key=lambda kv: tuple(map(str, kv[0]))):
+        parts = components(launches)
+        for name in totals:
+            if parts[name] is not None:
+                totals[name].append(parts[name])
+        runs = "  ".join("L%d: %s" % (n, ", ".join("%.1f" % v for v in t)) for n, t in sorted(launches.items()))
+        print("%s %s c=%s: within %s, between %s, first-trial deficit %s (%s trials a launch)  %s" % (
+            host, variant, concurrency, fmt(parts["within"]), fmt(parts["between"]), fmt(parts["first_trial"]),
+            parts["trials"], runs))
+    print("campaign means: within %s, between %s, first-trial deficit %s" % tuple(
+        fmt(float(np.mean(totals[k])) if totals[k] else None) for k in ("within", "between", "first_trial")))
+
+
+if __name__ == "__main__":
+    main()
