@@ -21,13 +21,15 @@ sglang_client_build=$!
 
 # ansible-test and molecule share nothing with the local engine's set-up, lint or each other, and
 # mostly wait on pip, apt or podman: they run beside those steps, and so do the unit and
-# integration tests that time nothing. The end-to-end tests, the browser tests and those marked
-# `timing` (crash detection, leases, idle exits, which a loaded machine slows) start once all of
-# that has ended. Each pytest keeps its temporary folders in a folder of its own under this
+# integration tests that time nothing. The end-to-end and browser tests marked `load_tolerant`
+# (they assert no speed and no verdict that a loaded machine could change) follow those steps while
+# the others may still run. The rest of the end-to-end tests and those marked `timing` (crash
+# detection, leases, idle exits, which a loaded machine slows) start once all of that has ended.
+# Each pytest keeps its temporary folders in a folder of its own under this
 # checkout's: pytest keeps a user's three latest runs and deletes older ones, also those of another
 # run still going (ansible-test runs a pytest of its own).
 temproot="${TMPDIR:-/tmp}/fleetopt-pytest-$(printf %s "$PWD" | md5sum | cut -c1-8)"
-mkdir -p "$temproot/beside" "$temproot/quiet"
+mkdir -p "$temproot/beside" "$temproot/tolerant" "$temproot/quiet"
 beside=()
 run_beside() {  # name, log, command...
   local name=$1 log=$2
@@ -45,7 +47,7 @@ if [ $# -eq 0 ]; then
   run_beside "unit and integration tests that time nothing" artifacts/pytest-beside.log \
     env PYTEST_DEBUG_TEMPROOT="$temproot/beside" python -m pytest -p no:cacheprovider --durations=10 \
     -m "not e2e and not browser and not timing"
-  quiet_only=(-m "e2e or browser or timing")
+  quiet_only=(-m "(e2e or browser or timing) and not load_tolerant")
 fi
 
 phase "provisioning the local engine the end-to-end tests use (ansible-test and molecule beside it)"
@@ -57,6 +59,12 @@ ansible-lint || status=1
 phase "Chromium for the browser tests"
 tests/browser/ensure_chromium.sh || status=1
 
+if [ $# -eq 0 ]; then
+  phase "pytest: the load-tolerant end-to-end and browser tests (the jobs above may still run beside them)"
+  PYTEST_DEBUG_TEMPROOT="$temproot/tolerant" python -m pytest -p no:cacheprovider --durations=10 -m load_tolerant ||
+    status=1
+fi
+
 for job in "${beside[@]}"; do
   IFS=: read -r pid name log <<< "$job"
   wait "$pid"
@@ -66,7 +74,7 @@ for job in "${beside[@]}"; do
   [ "$code" -eq 0 ] || status=1
 done
 
-phase "pytest${quiet_only:+: end-to-end, browser and timing tests}"
+phase "pytest${quiet_only:+: the other end-to-end, browser and timing tests}"
 # The slowest tests are listed at the end, so a CI log shows where its time went.
 PYTEST_DEBUG_TEMPROOT="$temproot/quiet" python -m pytest --durations=25 "${quiet_only[@]}" "$@" || status=1
 # A build no test waited for (a run of some tests only) is not left behind; the next run redoes it.

@@ -7,6 +7,8 @@ import pytest
 from e2e.conftest import run_playbook
 from helpers import ForeignListener, free_port
 
+pytestmark = pytest.mark.load_tolerant
+
 
 def campaign_args(tmp_path, port, *extra):
     return ["optimize.yml", "-e", "campaign_id=bad", "-e", "campaign_results_dir=%s" % (tmp_path / "results"),

@@ -5,8 +5,12 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from collection_build import BIN, build_and_install, outside_env
 from helpers import free_port
+
+pytestmark = pytest.mark.load_tolerant
 
 PLAYBOOK = """
 - name: Benchmark the local engine once

@@ -9,7 +9,11 @@ import sys
 import tarfile
 import threading
 
+import pytest
+
 from helpers import ROOT
+
+pytestmark = pytest.mark.load_tolerant
 
 PLAY = """
 - name: Make sure the model is there
