@@ -13,6 +13,8 @@ from e2e.conftest import SINGLE_LAUNCH, isolated, run_fleetopt
 from helpers import ROOT, free_port, pid_gone, processes_listening_as
 from module_runner import run_module
 
+pytestmark = pytest.mark.load_tolerant
+
 SECRET = "sk-fleetopt-e2e-7f3a9c"
 
 
