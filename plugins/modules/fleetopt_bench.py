@@ -109,7 +109,7 @@ options:
       - Their time is client overhead - in the action plugin's RV(client_wall_s) and RV(warmup_s), never in
         RV(measured_s).
     type: int
-    default: 4
+    default: 3
   warmup_settle_pct:
     description:
       - Two consecutive warm-up runs agree when their output throughputs differ by at most this many percent of their
@@ -430,7 +430,7 @@ def module_args():
         lease_path=dict(type="path"),
         lease_s=dict(type="float", default=0.0),
         warmup_every_trial=dict(type="bool", default=False),
-        max_warmup_runs=dict(type="int", default=4),
+        max_warmup_runs=dict(type="int", default=3),
         warmup_settle_pct=dict(type="float", default=10.0),
         keep_client=dict(type="bool", default=False),
         client_dir=dict(type="path"),
