@@ -297,6 +297,13 @@ def client_cost_text(cells):
     bound = [(c["variant"], lv["concurrency"]) for c in cells for lv in c.get("levels") or [] if lv.get("client_bound")]
     text = "- benchmark client: %.0f s of wall time for %.0f s measured (overhead %.0f %%)" % (
         wall, measured, (wall - measured) / wall * 100)
+    warmups = [(c, w) for c in cells for w in (c.get("benchmark") or {}).get("warmup") or []]
+    if warmups:
+        unsettled = ["%s launch %s c=%s (%s)" % (c["variant"], c.get("launch_number") or 1, w.get("concurrency"),
+                                                 w.get("stopped_by")) for c, w in warmups if not w.get("settled")]
+        text += "; warm-up runs %.0f s (%d runs; %d of %d new servers settled%s)" % (
+            sum(b.get("warmup_s") or 0.0 for b in benches), sum(len(w.get("runs") or []) for c, w in warmups),
+            len(warmups) - len(unsettled), len(warmups), "; not settled: " + ", ".join(unsettled) if unsettled else "")
     if bound:
         text += "; %d run(s) client-bound (the client used >= 90 %% of a core, so it may be what limited them): %s" % (
             len(bound), ", ".join(sorted({"%s c=%s" % b for b in bound})))

@@ -8,7 +8,9 @@ module run in fleetopt's kept client, `run(scenario, argv)`.
 Scenario: {"lines": [[delay_s, "text"], ...], "serve_health_on": PORT or null,
            "exit_code": N or null (null: stay alive), "spawn_child": bool,
            "ignore_sigterm": bool, "client_result": PATH or null,
-           "client_results": [PATH, ...] (the one at the run's --seed, modulo their number), "busy_s": S (spin for S s of CPU time),
+           "client_results": [PATH, ...] (the one at the run's --seed, modulo their number),
+           "client_results_by_seed": {SEED: PATH} (a run with that --seed; others: client_result),
+           "busy_s": S (spin for S s of CPU time),
            "echo_args": bool (print argv the way SGLang logs server_args),
            "escape_holding_port": PORT (a child leaves the session and listens there),
            "env_file": PATH (its environment, as JSON), "compile_into": VAR (write a file into the
@@ -108,7 +110,10 @@ def run(scenario, args):
     spin_until = time.process_time() + scenario.get("busy_s", 0)
     while time.process_time() < spin_until:
         pass
-    if scenario.get("client_result"):
+    by_seed = scenario.get("client_results_by_seed") or {}
+    if by_seed.get(args[args.index("--seed") + 1] if "--seed" in args else None):
+        write_client_result(by_seed[args[args.index("--seed") + 1]], args)
+    elif scenario.get("client_result"):
         write_client_result(scenario["client_result"], args)
     if scenario.get("client_results"):
         results = scenario["client_results"]

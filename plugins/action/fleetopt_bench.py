@@ -18,7 +18,10 @@ quantiles come from scipy, here on the controller, and travel to the module as `
 (the host has the standard library only).
 
 Warm-ups: each call after the first says the highest concurrency the server has completed a run at
-(`served_concurrency`), so the module warms up only a level new to the server (see its docs).
+(`served_concurrency`, warm-up runs included), so the module warms up only a level new to the server,
+and makes warm-up runs until the server has settled only for a newly launched one (see its docs). The
+warm-up runs are shown as they were made, and their wall time is returned as `warmup_s`: client time
+that measured nothing, inside `client_wall_s` and outside `measured_s`.
 
 Every call keeps the engine's client alive on the host, so its imports are paid once per cell; a
 last call releases it. With a `client_dir` of its own, the client is left alive for the next cell
@@ -69,7 +72,7 @@ class ActionModule(ActionBase):
         self._trials = int(args.get("trials") or 1)
         self._max_trials = max(int(args.get("max_trials") or 0), self._trials)
         self._quantiles = t_quantiles(self._max_trials)
-        self._levels, self._precision, self._client, self._power = [], [], [], None
+        self._levels, self._precision, self._client, self._power, self._warmup = [], [], [], None, []
         self._wall = 0.0
         self._ended = None  # (server_died, timed_out) once a run ended the benchmark
         self._started = time.time()
@@ -90,9 +93,10 @@ class ActionModule(ActionBase):
         died, timed_out = self._ended or (False, False)
         measured = sum((lv.get("metrics") or {}).get("duration_s") or 0.0 for lv in self._levels if lv.get("status") == "ok")
         self._release_client()
+        warmup_s = sum(record.get("duration_s") or 0.0 for record in self._warmup)
         result.update(changed=True, levels=self._levels, server_died=died, timed_out=timed_out, client=self._client,
-                      precision=self._precision, power=self._power, capacity_search=search,
-                      client_wall_s=round(self._wall, 3), measured_s=round(measured, 3))
+                      precision=self._precision, power=self._power, capacity_search=search, warmup=self._warmup,
+                      client_wall_s=round(self._wall, 3), measured_s=round(measured, 3), warmup_s=round(warmup_s, 3))
         return result
 
     def _measure(self, concurrency, searched=False):
@@ -107,6 +111,18 @@ class ActionModule(ActionBase):
         self._precision.extend(step.get("precision") or [])
         ran = [lv for lv in step.get("levels") or [] if lv.get("status") != "skipped"]
         done = 0.0
+        for record in step.get("warmup") or []:
+            self._warmup.append(record)
+            for run in record.get("runs") or []:
+                done += run.get("duration_s") or 0.0
+                if run.get("status") == "ok":
+                    self._served = max(self._served, int(record["concurrency"]))
+                display.display("  [%s] %s: c=%d warm-up run %d/%d: %s (%.1f s elapsed)" % (
+                    self._host, self._args.get("name"), concurrency, int(run.get("warmup_run") or 0),
+                    int(record.get("max_runs") or 0), self._outcome(run), before + done))
+            display.display("  [%s] %s: c=%d warm-up %s: %s; %.1f s" % (
+                self._host, self._args.get("name"), concurrency, "settled" if record.get("settled") else "not settled",
+                record.get("reason"), record.get("duration_s") or 0.0))
         for level in step.get("levels") or []:
             if searched:
                 level["searched"] = True
@@ -181,5 +197,6 @@ class ActionModule(ActionBase):
     @staticmethod
     def _outcome(level):
         if level.get("status") == "ok":
-            return "%.1f output tok/s" % (level["metrics"].get("output_throughput") or 0.0)
+            # A warm-up run records its throughput itself; a trial, among its metrics.
+            return "%.1f output tok/s" % ((level.get("metrics") or level).get("output_throughput") or 0.0)
         return "%s (%s)" % (level.get("status"), level.get("reason"))

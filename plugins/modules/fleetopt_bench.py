@@ -14,6 +14,9 @@ description:
   - Runs the engine's benchmark client (C(vllm bench serve), C(python -m sglang.bench_serving))
     once per concurrency level and trial, offline (generated prompts, local tokenizer), and
     returns normalized metrics per level.
+  - Before a newly launched server's first measured run, warm-up runs (a few requests each, not trials) until two
+    consecutive ones agree in output throughput within O(warmup_settle_pct), at most O(max_warmup_runs); RV(warmup)
+    records them, whether the server settled and why the warm-up stopped.
   - While a level runs, the server is watched; if it dies, that level fails with the reason,
     later levels are skipped, and the module still succeeds so the campaign goes on.
   - A level that completes no request is a failure with a reason, never a zero.
@@ -74,6 +77,9 @@ options:
         server has completed a run at (in this call, or before it - O(served_concurrency)) warms up; a level
         no higher follows a run that exercised its batch sizes, in the same client with no idle gap, and
         gets none. A level's later trials follow its first at once and get none either.
+      - A newly launched server's first level warms up with whole warm-up runs instead (O(max_warmup_runs)), each
+        of max(O(min_warmups), this x concurrency) prompts; after them the server has served, and its first
+        trial gets no warm-up requests.
     type: int
     default: 2
   warmup_every_trial:
@@ -87,13 +93,34 @@ options:
       - The fewest warm-up requests of a newly launched server's first level (O(served_concurrency) 0 and no run
         completed yet) - its cold start (lazy initialisation, first compiled shapes) needs a few to settle.
         Later levels get one wave's worth (O(warmup_per_concurrency)) only.
+      - With O(max_warmup_runs), the fewest prompts of each warm-up run.
     type: int
     default: 8
+  max_warmup_runs:
+    description:
+      - The most warm-up runs before a newly launched server's first measured run (O(served_concurrency) 0 and no
+        run completed yet). A warm-up run is a whole run of the client at the level's concurrency, of
+        max(O(min_warmups), O(warmup_per_concurrency) x concurrency) prompts (one wave at least) with seeds no trial
+        uses (a prefix cache must not serve a trial what a warm-up left), recorded in RV(warmup), not as a trial.
+        Runs are made until two consecutive ones agree in output throughput within O(warmup_settle_pct) - the server
+        has settled -, or this many were made, or one fails (the trials then go ahead; if none succeeded the first
+        trial gets the fixed warm-up of O(min_warmups)), or the server dies or a run times out (the benchmark ends).
+      - C(0) turns the warm-up runs off; the first level then gets the fixed warm-up requests only.
+      - Their time is client overhead - in the action plugin's RV(client_wall_s) and RV(warmup_s), never in
+        RV(measured_s).
+    type: int
+    default: 3
+  warmup_settle_pct:
+    description:
+      - Two consecutive warm-up runs agree when their output throughputs differ by at most this many percent of their
+        mean; the warm-up then stops, settled (O(max_warmup_runs)).
+    type: float
+    default: 10.0
   served_concurrency:
     description:
-      - The highest concurrency this server has already completed a run at in this benchmark, in earlier calls
-        (the action plugin gives it for each level after the first); 0 for a server not benchmarked yet.
-        Decides which levels warm up (O(warmup_per_concurrency)).
+      - The highest concurrency this server has already completed a run (a warm-up run included) at in this
+        benchmark, in earlier calls (the action plugin gives it for each level after the first); 0 for a server not
+        benchmarked yet. Decides which levels warm up (O(warmup_per_concurrency), O(max_warmup_runs)).
     type: int
     default: 0
   prompts_per_concurrency:
@@ -317,12 +344,32 @@ capacity_search:
   returned: when the action plugin ran the benchmark
   type: dict
   sample: {"levels": [32, 24], "budget": 3, "ceiling": 256, "stopped_by": "budget"}
+warmup:
+  description:
+    - One entry per level that made warm-up runs (O(max_warmup_runs)) - its concurrency, its runs in order (each with
+      C(warmup_run), C(status), C(reason), C(output_throughput), C(change_pct) against the run before, C(num_prompts),
+      C(seed), C(duration_s), C(client_run_s), C(measured_s), C(result_file)), whether the server settled
+      (C(settled)), what stopped the warm-up (C(stopped_by) - C(settled), C(cap), C(failed), C(ended)) and why in
+      words (C(reason)), the rule (C(settle_pct), C(max_runs)) and the runs' wall time (C(duration_s)).
+  returned: when the host was benchmarked
+  type: list
+  elements: dict
+  sample: [{"concurrency": 4, "settled": true, "stopped_by": "settled", "reason": "the last two runs were 2.1 % apart, within 10 %",
+            "settle_pct": 10.0, "max_runs": 4, "duration_s": 7.9,
+            "runs": [{"warmup_run": 1, "status": "ok", "output_throughput": 150.2, "change_pct": null, "num_prompts": 8,
+                      "seed": 1000000, "duration_s": 4.1},
+                     {"warmup_run": 2, "status": "ok", "output_throughput": 153.4, "change_pct": 2.11, "num_prompts": 8,
+                      "seed": 1000001, "duration_s": 3.8}]}]
 client_wall_s:
-  description: Wall time of the benchmark's module calls, client start-up and warm-ups included (action plugin).
+  description: Wall time of the benchmark's module calls, client start-up and warm-ups (requests and runs) included (action plugin).
   returned: when the action plugin ran the benchmark
   type: float
 measured_s:
-  description: The time the client measured (the sum of its runs' durations), to set against RV(client_wall_s).
+  description: The time the client measured (the sum of its trials' durations), to set against RV(client_wall_s).
+  returned: when the action plugin ran the benchmark
+  type: float
+warmup_s:
+  description: Wall time of the warm-up runs (RV(warmup)), client time that measured nothing, part of RV(client_wall_s).
   returned: when the action plugin ran the benchmark
   type: float
 """
@@ -342,6 +389,7 @@ from ansible_collections.fleetopt.campaign.plugins.module_utils import fleetopt_
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_power import PowerSampler
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_process import pid_alive, process_identity, same_process, session_pids, signal_session
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_supervisor import read_json, write_json, write_lease
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_warmup import WARMUP_SEED_OFFSET, warmup_record, why_warmup_stops
 
 # The server and the client are checked this often while a run goes on; its answer is looked for
 # every DONE_POLL_S, so a finished run is noticed at once (a file's existence costs nothing).
@@ -382,6 +430,8 @@ def module_args():
         lease_path=dict(type="path"),
         lease_s=dict(type="float", default=0.0),
         warmup_every_trial=dict(type="bool", default=False),
+        max_warmup_runs=dict(type="int", default=3),
+        warmup_settle_pct=dict(type="float", default=10.0),
         keep_client=dict(type="bool", default=False),
         client_dir=dict(type="path"),
         client_idle_s=dict(type="float", default=120.0),
@@ -569,26 +619,36 @@ def run_client(guard, p, argv, env, output_path):
 
 
 def measure_level(module, guard, adapter, concurrency, trial, env, warmups, sampler=None):
+    """One measured run (a trial): its prompts, and its seed (one per trial number, the same at every level)."""
     p = module.params
-    stem = "%s-c%d-t%d" % (p["name"], concurrency, trial)
+    return measure_run(module, guard, adapter, env, {"concurrency": concurrency, "trial": trial},
+                       max(p["min_prompts"], p["prompts_per_concurrency"] * concurrency), p["seed"] + trial - 1,
+                       warmups, sampler)
+
+
+def measure_run(module, guard, adapter, env, ident, num_prompts, seed, warmups=0, sampler=None):
+    """One run of the client: a trial ({"concurrency", "trial"}) or a warm-up run ({"concurrency", "warmup_run"})."""
+    p = module.params
+    concurrency = ident["concurrency"]
+    stem = "%s-c%d-%s%d" % (p["name"], concurrency, "t" if "trial" in ident else "w", ident.get("trial", ident.get("warmup_run")))
     result_path = os.path.join(p["result_dir"], stem + ".json")
     output_path = os.path.join(p["result_dir"], stem + ".out")
     if os.path.exists(result_path):
         os.remove(result_path)  # clients append (SGLang JSONL); a stale record must not be read
-    num_prompts = max(p["min_prompts"], p["prompts_per_concurrency"] * concurrency)
     argv = adapter.bench_command(
         p["python"], p["base_url"], p["served_model_name"], p["tokenizer"], concurrency,
-        num_prompts, p["input_len"], p["output_len"], p["seed"] + trial - 1, result_path, p["extra_args"],
+        num_prompts, p["input_len"], p["output_len"], seed, result_path, p["extra_args"],
         warmups=warmups,
     ) + adapter.goodput_args(p["slo"])
     started = time.time()
     code, died, timed_out, answer = run_client(guard, p, argv, env, output_path)
-    level = {
-        "concurrency": concurrency, "trial": trial, "num_prompts": num_prompts, "warmups": warmups,
+    level = dict(ident)
+    level.update({
+        "num_prompts": num_prompts, "warmups": warmups,
         "duration_s": round(time.time() - started, 3), "result_file": result_path,
         "status": "failed", "reason": None, "metrics": None,
         "client_started": guard.client.started_now,
-    }
+    })
     guard.client.started_now = False
     if answer:
         wall = max(answer["ended_at"] - answer["started_at"], 1e-6)
@@ -654,9 +714,10 @@ class Benchmark:
         self.module, self.guard, self.adapter, self.env = module, guard, adapter, env
         self.sampler = sampler
         self.p = module.params
-        self.levels, self.client = [], []
+        self.levels, self.client, self.warmup = [], [], []
         self.died = self.timed_out = False
-        # The highest concurrency this server has completed a run at in this benchmark (earlier calls included).
+        # The highest concurrency this server has completed a run at (a warm-up run's too) in this benchmark,
+        # earlier calls included.
         self.served = self.p["served_concurrency"]
 
     @property
@@ -665,7 +726,10 @@ class Benchmark:
 
     def skip(self, concurrency, trial):
         self.levels.append({"concurrency": concurrency, "trial": trial, "status": "skipped", "metrics": None,
-                            "reason": "the server had exited" if self.died else "an earlier run timed out"})
+                            "reason": self.end_reason()})
+
+    def end_reason(self):
+        return "the server had exited" if self.died else "an earlier run timed out"
 
     def warmups(self, concurrency, trial):
         """Warm-up requests before this run, sent by the same client right before its measured ones.
@@ -676,7 +740,8 @@ class Benchmark:
         - a level no higher than one this server has already completed a run at gets none: its
           batch sizes were exercised, and it follows that run in the same client with no idle gap;
         - a higher level gets one wave: warmup_per_concurrency x its concurrency (1: exactly one wave);
-        - a new server's first level gets at least min_warmups (it settles the cold start);
+        - a new server's first level gets at least min_warmups (it settles the cold start) - unless
+          warm-up runs came first (max_warmup_runs, see warm_up): then it is no longer new, and gets none;
         - a level's later trials follow its first at once and get none.
         warmup_every_trial restores a full warm-up, max(min_warmups, warmup_per_concurrency x c), before every run.
         """
@@ -687,6 +752,39 @@ class Benchmark:
             return 0
         wave = p["warmup_per_concurrency"] * concurrency
         return max(p["min_warmups"], wave) if self.served <= 0 else wave
+
+    def warm_up(self, concurrency):
+        """Warm-up runs before a newly launched server's first measured run, until it has settled.
+
+        A server that has completed no run yet (served_concurrency 0, none in this call) gets whole
+        runs of the client, unrecorded as trials, of max(min_warmups, warmup_per_concurrency x c) prompts
+        each (at least one wave) and seeds of their own (no prompt a trial sends: a prefix cache must not
+        serve the trials what a warm-up left), until two consecutive runs agree in output throughput
+        within warmup_settle_pct, or max_warmup_runs were made, or one fails, or the benchmark ends
+        (fleetopt_warmup). Returns at once for a server that has served, or with max_warmup_runs 0.
+        """
+        p = self.p
+        if p["max_warmup_runs"] <= 0 or self.served > 0 or self.ended:
+            return
+        size = max(p["min_warmups"], p["warmup_per_concurrency"] * concurrency, concurrency)
+        runs = []
+        stopped_by = None
+        while stopped_by is None:
+            number = len(runs) + 1
+            record, self.died, self.timed_out, argv = measure_run(
+                self.module, self.guard, self.adapter, self.env, {"concurrency": concurrency, "warmup_run": number},
+                size, p["seed"] + WARMUP_SEED_OFFSET + number - 1)
+            self.client = self.client or redact_argv(argv, [p["api_key"]] if p["api_key"] else [])
+            metrics = record.pop("metrics") or {}
+            record.update(seed=p["seed"] + WARMUP_SEED_OFFSET + number - 1,
+                          output_throughput=metrics.get(PRECISION_METRIC), measured_s=metrics.get("duration_s"))
+            runs.append(record)
+            if record["status"] == "ok":
+                self.served = max(self.served, concurrency)
+            renew(p)
+            stopped_by = why_warmup_stops(runs, p["warmup_settle_pct"], p["max_warmup_runs"], ended=self.ended)
+        self.warmup.append(warmup_record(concurrency, runs, stopped_by, p["warmup_settle_pct"], p["max_warmup_runs"],
+                                         ended_reason=self.end_reason() if self.ended else None))
 
     def run(self, concurrency, trial):
         level, self.died, self.timed_out, argv = measure_level(self.module, self.guard, self.adapter,
@@ -701,6 +799,7 @@ class Benchmark:
 
     def measure_runs(self, runs):
         for concurrency, trial in runs:
+            self.warm_up(concurrency)
             if self.ended:
                 self.skip(concurrency, trial)
             else:
@@ -716,6 +815,7 @@ class Benchmark:
         trials = p["trials"]
         max_trials = max(p["max_trials"], trials)
         target = p["target_halfwidth_pct"]
+        self.warm_up(concurrency)
         if self.ended:
             for trial in range(1, trials + 1):
                 self.skip(concurrency, trial)
@@ -750,8 +850,10 @@ def main():
     bad = ["%s=%s" % (k, v) for k, v in sorted((p["slo"] or {}).items()) if v is not None and not v > 0]
     if bad:
         module.fail_json(msg="slo limits must be positive milliseconds: %s" % ", ".join(bad))
+    if p["max_warmup_runs"] < 0 or p["warmup_settle_pct"] < 0:
+        module.fail_json(msg="max_warmup_runs and warmup_settle_pct cannot be negative (max_warmup_runs 0 turns the warm-up runs off)")
     if module.check_mode:
-        module.exit_json(changed=False, levels=[], server_died=False, timed_out=False, client=[],
+        module.exit_json(changed=False, levels=[], server_died=False, timed_out=False, client=[], warmup=[],
                          msg="would stop the kept benchmark client" if p["release_client"] else "would benchmark")
     if (not p["release_client"] and not p["runs"] and p["target_halfwidth_pct"] > 0
             and len(p["t_quantiles"] or []) < max(p["max_trials"], p["trials"]) - 1):
@@ -788,7 +890,7 @@ def main():
         guard.client.release()
     renew(p)
     result = dict(changed=True, levels=bench.levels, server_died=bench.died, timed_out=bench.timed_out,
-                  client=bench.client, power=sampler.description())
+                  client=bench.client, power=sampler.description(), warmup=bench.warmup)
     if precision is not None:
         result["precision"] = precision
     module.exit_json(**result)

@@ -3,8 +3,9 @@
 
 Each cell records `benchmark.client_wall_s` (wall time of the benchmark's module calls: client
 start-up, warm-ups, runs) and `benchmark.measured_s` (the sum of the durations the client
-measured). The client overhead is (client wall - measured) / client wall over the campaign;
-issue 12's reference: 73 % when every trial started a new client (526 s for 144 s measured).
+measured; a new server's warm-up runs are not, their wall time is `benchmark.warmup_s`). The
+client overhead is (client wall - measured) / client wall over the campaign; issue 12's
+reference: 73 % when every trial started a new client (526 s for 144 s measured).
 
     .venv/bin/python tests/benchmarks/benchmark_cost.py results/<campaign-id>
     .venv/bin/python tests/benchmarks/benchmark_cost.py --run --tier 1   # runs a tier-1 campaign first
@@ -50,11 +51,13 @@ def breakdown(campaign_dir):
     - warm-ups: the requests sent before a level's measured ones (only where the level is new to
       the server), estimated as the measured duration times warm-ups per measured prompt (same
       prompts, same concurrency);
+    - warm-up runs: a new server's whole runs until it settled (benchmark.warmup), their client
+      time, less the client's start where one of them started it;
     - client start: a run that started the client, beyond its warm-ups, set-up and measurement
       (the set-up estimated as the median of the campaign's other runs);
     - per-run set-up: the rest of each run (dataset, tokenizer, result file).
     """
-    runs, module = [], 0.0
+    runs, warmup_runs, module = [], [], 0.0
     for path in pathlib.Path(campaign_dir, "cells").glob("*/*.json"):
         cell = json.loads(path.read_text())
         if (cell.get("benchmark") or {}).get("client_wall_s") is None:
@@ -68,14 +71,22 @@ def breakdown(campaign_dir):
                 warmup = measured * (level.get("warmups") or 0) / max(level.get("num_prompts") or 1, 1)
                 runs.append({"warmup": warmup, "rest": level["client_run_s"] - measured - warmup,
                              "started": level.get("client_started")})
+        for record in cell["benchmark"].get("warmup") or []:
+            for run in record.get("runs") or []:
+                module -= run.get("client_run_s") or 0.0
+                warmup_runs.append(run)
     if not runs:
         return None
     setups = sorted(r["rest"] for r in runs if not r["started"]) or [0.0]
     setup = setups[len(setups) // 2]
+    # A warm-up run that started the client paid its start: beyond its measured time and a run's set-up.
+    started = [r for r in warmup_runs if r.get("client_started") and r.get("client_run_s") is not None]
+    warmup_start = sum(r["client_run_s"] - (r.get("measured_s") or 0.0) - setup for r in started)
     parts = {"module calls": module, "warm-ups": sum(r["warmup"] for r in runs),
-             "client start": sum(r["rest"] - setup for r in runs if r["started"]),
+             "warm-up runs": sum(r.get("client_run_s") or 0.0 for r in warmup_runs) - warmup_start,
+             "client start": sum(r["rest"] - setup for r in runs if r["started"]) + warmup_start,
              "per-run set-up": sum(r["rest"] for r in runs if not r["started"]) + setup * sum(1 for r in runs if r["started"])}
-    parts["client starts (count)"] = sum(1 for r in runs if r["started"])
+    parts["client starts (count)"] = sum(1 for r in runs if r["started"]) + len(started)
     return parts
 
 
@@ -120,7 +131,7 @@ def main():
             "%s %.1f s (%.0f %% of client wall)" % (k, v, v / wall * 100) if "count" not in k else "%s %d" % (k, v)
             for k, v in parts.items()))
         print("client overhead without the warm-ups the design sends on purpose: %.0f %%"
-              % ((wall - measured - parts["warm-ups"]) / wall * 100))
+              % ((wall - measured - parts["warm-ups"] - parts["warm-up runs"]) / wall * 100))
     if elapsed is not None:
         print("campaign wall time: %.0f s (%s)" % (elapsed, campaign))
 

@@ -47,11 +47,11 @@ def load(path):
     return yaml.safe_load((ROOT / path).read_text())
 
 
-def variant_launch():
-    """Flags and environment of the variant, composed as the campaign role composes them."""
+def variant_launch(variant_id=VARIANT):
+    """Flags and environment of the variant (None: the baseline), composed as the campaign role composes them."""
     catalog = load("library/catalog/vllm.yml")
     inventory = load("inventory/local/group_vars/fleet/campaign.yml")
-    variant = next(v for v in catalog["optimizations"] if v["id"] == VARIANT)
+    variant = next(v for v in catalog["optimizations"] if v["id"] == variant_id) if variant_id else {}
     flags = merge_flags(catalog["baseline"].get("flags"), inventory.get("campaign_server_flags"), variant.get("flags"))
     env = dict(catalog["baseline"].get("env") or {}, **(inventory.get("campaign_server_env") or {}))
     env.update(variant.get("env") or {})

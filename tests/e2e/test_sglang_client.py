@@ -114,6 +114,8 @@ def bench(server, clients, tokenizers, version, folder, **extra):
     args = dict(engine="sglang", engine_version=version, python=clients[version], base_url=server["base_url"],
                 served_model_name="tiny", tokenizer=tokenizers[version], concurrency=[CONCURRENCY],
                 prompts_per_concurrency=PROMPTS // CONCURRENCY, min_prompts=PROMPTS, min_warmups=1,
+                # The fixed warm-up requests the adapter sends inside a run, without warm-up runs before it.
+                max_warmup_runs=0,
                 input_len=INPUT_LEN, output_len=OUTPUT_LEN, result_dir=str(folder), name="sg",
                 server_pid=server["pid"], level_timeout=180, extra_args=OPENAI_BACKEND)
     args.update(extra)

@@ -138,7 +138,7 @@ def test_a_server_killed_during_the_benchmark_fails_that_level_and_is_explained(
             engine="vllm", python=local_engine["python"], base_url=started["server"]["base_url"],
             served_model_name="tiny", tokenizer=local_engine["model"], concurrency=[1, 2, 4],
             prompts_per_concurrency=200, output_len=128, result_dir=str(tmp_path / "bench"), name="killed",
-            server_pid=pid))
+            server_pid=pid, max_warmup_runs=0))  # killed during a measured run, not a warm-up run
     finally:
         killer.join()
     assert bench["server_died"] is True

@@ -35,7 +35,8 @@ PLAYBOOK = """
       when: false
     - name: Stand in for a benchmark that measured
       ansible.builtin.set_fact:
-        _campaign_bench: {changed: true, levels: [{concurrency: 1}], client: [python, -m, bench]}
+        _campaign_bench: {changed: true, levels: [{concurrency: 1}], client: [python, -m, bench], warmup_s: 7.5,
+                          warmup: [{concurrency: 1, settled: true, stopped_by: settled, runs: [{warmup_run: 1}]}]}
     - name: Write the measured cell
       ansible.builtin.copy:
         content: "{{ lookup('ansible.builtin.template', '%(root)s/roles/campaign/templates/cell.json.j2') }}"
@@ -66,6 +67,9 @@ def test_the_cell_template_takes_status_reason_and_failure_from_the_filter(tmp_p
     assert ok["startup"]["startup_s"] == 3.5 and ok["startup"]["log_on_controller"] == "logs/localhost/server.log"
     assert ok["levels"] == [{"concurrency": 1}] and ok["benchmark"]["client"] == ["python", "-m", "bench"]
     assert ok["benchmark"]["slo"] == {"p99_ttft_ms": 1000.0}
+    # The warm-up runs of a new server, its settings and its cost are the cell's.
+    assert ok["benchmark"]["warmup"][0]["stopped_by"] == "settled" and ok["benchmark"]["warmup_s"] == 7.5
+    assert (ok["benchmark"]["max_warmup_runs"], ok["benchmark"]["warmup_settle_pct"]) == (3, 10.0)
     assert ok["provenance"]["conflicts"] == [{"id": "other", "why": "planted"}]
     # A stacked variant's cell says what it composes (the recommendation reads it there).
     assert ok["stacked"] == {"composes": ["a", "b"], "verifies": "c0"}

@@ -1,5 +1,6 @@
 """The fleetopt_bench action plugin on the controller: one module call per level, carrying the
 level's planned trials, its sequential rule and the t quantiles from scipy; progress per trial."""
+import time
 from unittest import mock
 
 import pytest
@@ -89,3 +90,42 @@ def test_a_level_that_ends_the_benchmark_skips_the_levels_left(run_action):
 def test_a_call_for_given_runs_goes_to_the_module_as_it_is(run_action):
     result, calls, _ = run_action(dict(ARGS, runs=[[4, 2]]), lambda a: {"levels": [], "passed": True})
     assert calls == [dict(ARGS, runs=[[4, 2]])] and result["passed"] is True
+
+
+def warmup_answer(args, seconds=0.15):
+    """A level whose call first made warm-up runs (a new server's), each `seconds` long, as the module does."""
+    answer = level_answer(args)
+    if args["served_concurrency"] == 0:
+        time.sleep(2 * seconds)  # the module call lasts as long as its warm-up runs
+        runs = [{"concurrency": args["concurrency"][0], "warmup_run": n, "status": "ok", "output_throughput": v,
+                 "duration_s": seconds, "num_prompts": 8} for n, v in ((1, 90.0), (2, 99.0))]
+        answer["warmup"] = [{"concurrency": args["concurrency"][0], "runs": runs, "settled": True,
+                             "stopped_by": "settled", "reason": "the last two runs were 9.5 % apart, within 10 %",
+                             "settle_pct": 10.0, "max_runs": 4, "duration_s": 2 * seconds}]
+    return answer
+
+
+def test_warm_up_runs_are_client_overhead_shown_and_returned_never_measured_time(run_action):
+    result, calls, shown = run_action(ARGS, warmup_answer)
+    assert [w["concurrency"] for w in result["warmup"]] == [1]
+    assert result["warmup_s"] == pytest.approx(0.3)
+    # Only the trials' own measured durations count as measured; the warm-up's time is in the client wall.
+    assert result["measured_s"] == 8.0
+    assert result["client_wall_s"] >= result["warmup_s"]
+    warmups = [line for line in shown if "warm-up" in line]
+    assert "[h1] baseline: c=1 warm-up run 1/4: 90.0 output tok/s" in warmups[0]
+    assert "c=1 warm-up settled: the last two runs were 9.5 % apart" in warmups[2] and "0.3 s" in warmups[2]
+    # A server that has made warm-up runs has served, whatever its trials did.
+    assert [c["served_concurrency"] for c in calls if not c.get("release_client")] == [0, 1]
+
+
+def test_a_level_whose_trials_all_failed_after_its_warm_up_still_leaves_a_server_that_has_served(run_action):
+    def answers(args):
+        answer = warmup_answer(args, seconds=0.0)
+        if args["concurrency"] == [1]:
+            for level in answer["levels"]:
+                level.update(status="failed", metrics=None, reason="the benchmark client exited with code 1")
+        return answer
+    result, calls, _ = run_action(ARGS, answers)
+    assert [c["served_concurrency"] for c in calls if not c.get("release_client")] == [0, 1]
+    assert len(result["warmup"]) == 1

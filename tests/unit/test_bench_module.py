@@ -17,8 +17,10 @@ RESULT = str(FIXTURES / "vllm" / "bench-serve-0.32.0-c4.json")
 
 
 def bench(python, tmp_path, **extra):
+    """A benchmark call; without warm-up runs (max_warmup_runs 0) unless the test asks for them."""
     args = dict(engine="vllm", python=python, base_url="http://127.0.0.1:9", served_model_name="m",
-                tokenizer=str(tmp_path), concurrency=[1, 4], result_dir=str(tmp_path / "bench"), name="v")
+                tokenizer=str(tmp_path), concurrency=[1, 4], result_dir=str(tmp_path / "bench"), name="v",
+                max_warmup_runs=0)
     args.update(extra)
     return run_module("fleetopt_bench", args)
 
@@ -400,3 +402,116 @@ def test_a_finished_run_is_noticed_at_once_not_at_the_next_server_check(scripted
     result = bench(python, tmp_path, concurrency=[1], trials=6)
     gaps = sorted(lv["duration_s"] - lv["client_run_s"] for lv in result["levels"][1:])
     assert gaps[len(gaps) // 2] < 0.08, gaps
+
+
+WARMUP_SEED = 1000000  # fleetopt_warmup.WARMUP_SEED_OFFSET: warm-up run k has seed + WARMUP_SEED + k - 1
+
+
+def warmup_scenario(tmp_path, warmup_throughputs, **extra):
+    """A client whose warm-up runs (by their seeds) record these throughputs (None: a run that completed
+    no request), and whose trials record RESULT."""
+    by_seed = {}
+    for number, value in enumerate(warmup_throughputs):
+        data = json.load(open(RESULT))
+        if value is None:
+            data.update(completed=0, failed=data["completed"])
+        else:
+            data["output_throughput"] = value
+        path = tmp_path / ("warmup-%d.json" % number)
+        path.write_text(json.dumps(data))
+        by_seed[str(WARMUP_SEED + number)] = str(path)
+    return dict({"lines": [], "client_result": RESULT, "client_results_by_seed": by_seed, "exit_code": 0}, **extra)
+
+
+def test_a_new_server_warms_up_until_two_consecutive_runs_agree(scripted_python, tmp_path):
+    python = scripted_python(warmup_scenario(tmp_path, [100.0, 150.0, 160.0, 161.0]))
+    result = bench(python, tmp_path, concurrency=[4, 16], trials=2, max_warmup_runs=5, warmup_settle_pct=10.0)
+    warmup = result["warmup"]
+    assert len(warmup) == 1 and warmup[0]["concurrency"] == 4, "only the new server's first level warms up so"
+    record = warmup[0]
+    assert [run["output_throughput"] for run in record["runs"]] == [100.0, 150.0, 160.0]
+    assert record["settled"] is True and record["stopped_by"] == "settled" and "within 10 %" in record["reason"]
+    assert [run["change_pct"] for run in record["runs"]] == [None, 40.0, 6.45]
+    # Whole runs of their own: one wave at least (min_warmups 8 here), their own seeds and files, not trials.
+    assert [run["num_prompts"] for run in record["runs"]] == [8, 8, 8]
+    assert [run["seed"] for run in record["runs"]] == [WARMUP_SEED, WARMUP_SEED + 1, WARMUP_SEED + 2]
+    assert record["runs"][0]["result_file"].endswith("v-c4-w1.json") and record["runs"][0]["client_started"] is True
+    assert record["duration_s"] == pytest.approx(sum(run["duration_s"] for run in record["runs"]), abs=1e-3)
+    assert [(lv["concurrency"], lv["trial"]) for lv in result["levels"]] == [(4, 1), (4, 2), (16, 1), (16, 2)]
+    # After the warm-up the first trial is no longer a new server's: no requests of the old fixed warm-up
+    # before it; a higher level still gets its one wave.
+    assert [lv["warmups"] for lv in result["levels"]] == [0, 0, 32, 0]
+    assert result["levels"][0]["client_started"] is False
+
+
+def test_a_warm_up_that_never_settles_stops_at_its_cap(scripted_python, tmp_path):
+    python = scripted_python(warmup_scenario(tmp_path, [100.0, 130.0, 100.0, 130.0]))
+    result = bench(python, tmp_path, concurrency=[1], max_warmup_runs=3, warmup_settle_pct=5.0)
+    record = result["warmup"][0]
+    assert len(record["runs"]) == 3 and record["settled"] is False and record["stopped_by"] == "cap"
+    assert "3 runs made, the most allowed" in record["reason"]
+    assert [lv["status"] for lv in result["levels"]] == ["ok"] and result["levels"][0]["warmups"] == 0
+
+
+def test_a_failed_warm_up_run_ends_the_warm_up_and_the_trials_warm_up_as_before(scripted_python, tmp_path):
+    python = scripted_python(warmup_scenario(tmp_path, [100.0, None, 100.0]))
+    result = bench(python, tmp_path, concurrency=[1], trials=2, max_warmup_runs=4, warmup_settle_pct=10.0)
+    record = result["warmup"][0]
+    assert [run["status"] for run in record["runs"]] == ["ok", "failed"]
+    assert record["settled"] is False and record["stopped_by"] == "failed"
+    assert "warm-up run 2 failed" in record["reason"] and "completed no request" in record["reason"]
+    assert [lv["status"] for lv in result["levels"]] == ["ok", "ok"] and not result.get("failed")
+    # The first run succeeded, so the server has served: the trials follow it without more warm-up.
+    assert [lv["warmups"] for lv in result["levels"]] == [0, 0]
+    # A server whose every warm-up run failed is still new: its first trial gets the fixed warm-up.
+    failing = bench(scripted_python(warmup_scenario(tmp_path, [None]), name="p2"), tmp_path, concurrency=[1],
+                    max_warmup_runs=4, name="failing")
+    assert failing["warmup"][0]["stopped_by"] == "failed" and failing["levels"][0]["warmups"] == 8
+
+
+def test_a_server_that_dies_during_the_warm_up_ends_the_benchmark(scripted_python, tmp_path):
+    server = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1.0)"], start_new_session=True)
+    python = scripted_python({"lines": [[30, "never"]], "exit_code": 0})
+    result = bench(python, tmp_path, concurrency=[1, 4], server_pid=server.pid, max_warmup_runs=4)
+    server.wait()
+    assert not result.get("failed") and result["server_died"] is True
+    record = result["warmup"][0]
+    assert record["stopped_by"] == "ended" and record["settled"] is False
+    assert record["reason"] == "the server had exited"
+    assert record["runs"][0]["reason"] == "the server exited during the benchmark"
+    assert [lv["status"] for lv in result["levels"]] == ["skipped", "skipped"]
+
+
+def test_a_warm_up_run_that_times_out_ends_the_benchmark_once(scripted_python, tmp_path):
+    python = scripted_python({"lines": [[30, "never"]], "exit_code": 0})
+    started = time.time()
+    result = bench(python, tmp_path, concurrency=[1, 4], trials=2, level_timeout=1, max_warmup_runs=4)
+    assert time.time() - started < 10
+    assert result["timed_out"] is True and result["warmup"][0]["stopped_by"] == "ended"
+    assert len(result["warmup"][0]["runs"]) == 1
+    assert [lv["status"] for lv in result["levels"]] == ["skipped"] * 4
+    assert result["levels"][0]["reason"] == "an earlier run timed out"
+
+
+def test_a_server_that_has_served_and_given_runs_warm_up_as_their_call_says(scripted_python, tmp_path):
+    python = scripted_python(warmup_scenario(tmp_path, [100.0, 100.0]))
+    served = bench(python, tmp_path, concurrency=[4], served_concurrency=1, max_warmup_runs=4, name="served")
+    assert served["warmup"] == [] and served["levels"][0]["warmups"] == 8  # one wave of 2 x 4 above c=1
+    given = bench(python, tmp_path, runs=[[4, 1], [4, 2]], max_warmup_runs=4, name="given")
+    assert [len(w["runs"]) for w in given["warmup"]] == [2] and given["warmup"][0]["settled"] is True
+    assert [lv["warmups"] for lv in given["levels"]] == [0, 0]
+    off = bench(python, tmp_path, concurrency=[4], max_warmup_runs=0, name="off")
+    assert off["warmup"] == [] and off["levels"][0]["warmups"] == 8
+
+
+def test_by_default_a_new_server_warms_up_until_it_settles(scripted_python, tmp_path):
+    python = scripted_python(warmup_scenario(tmp_path, [100.0, 100.0]))
+    result = run_module("fleetopt_bench", dict(engine="vllm", python=python, base_url="http://127.0.0.1:9",
+                                               served_model_name="m", tokenizer=str(tmp_path), concurrency=[4],
+                                               result_dir=str(tmp_path / "bench"), name="v"))
+    assert result["warmup"][0]["settled"] is True and len(result["warmup"][0]["runs"]) == 2
+
+
+def test_negative_warm_up_settings_are_refused(tmp_path):
+    result = bench(sys.executable, tmp_path, concurrency=[1], max_warmup_runs=-1)
+    assert result.get("failed") and "cannot be negative" in result["msg"]

@@ -161,3 +161,18 @@ def test_the_report_states_the_clients_cost_and_flags_client_bound_runs():
     assert "200 s of wall time for 170 s measured (overhead 15 %)" in text
     assert "1 run(s) client-bound" in text and "baseline c=16" in text
     assert client_cost_text([{"variant": "old", "benchmark": {}, "levels": []}]).endswith("not recorded")
+
+
+def test_the_report_states_what_the_warm_up_runs_cost_and_which_servers_did_not_settle():
+    from fleetopt.report import client_cost_text
+    settled = {"concurrency": 4, "settled": True, "stopped_by": "settled", "runs": [{}, {}]}
+    capped = {"concurrency": 4, "settled": False, "stopped_by": "cap", "runs": [{}, {}, {}, {}],
+              "reason": "4 runs made, the most allowed, and the last two were 12.0 % apart, more than 10 %"}
+    cells = [{"variant": "baseline", "launch_number": 1, "benchmark": {"client_wall_s": 100.0, "measured_s": 80.0,
+                                                                       "warmup_s": 8.0, "warmup": [settled]}},
+             {"variant": "v", "launch_number": 2, "benchmark": {"client_wall_s": 100.0, "measured_s": 70.0,
+                                                                "warmup_s": 16.0, "warmup": [capped]}},
+             {"variant": "old", "benchmark": {"client_wall_s": 10.0, "measured_s": 9.0}}]
+    text = client_cost_text(cells)
+    assert "warm-up runs 24 s (6 runs; 1 of 2 new servers settled; not settled: v launch 2 c=4 (cap))" in text
+    assert "warm-up runs" not in client_cost_text(cells[2:])
