@@ -53,7 +53,8 @@ collection_copy() {
 units=(tests/unit/test_versions.py tests/unit/test_engine.py tests/unit/test_engine_registry.py
        tests/unit/test_logwatch.py tests/unit/test_startup_follow.py tests/unit/test_cell_outcome.py
        tests/unit/test_cell_writer.py tests/unit/test_plan_module.py tests/unit/test_vllm_adapter.py
-       tests/unit/test_gpu_facts.py tests/unit/test_compile_cache.py tests/unit/test_module_docs.py)
+       tests/unit/test_gpu_facts.py tests/unit/test_compile_cache.py tests/unit/test_module_docs.py
+       tests/unit/test_warmup_settle.py)
 
 [ $# -gt 0 ] || set -- sanity units
 status=0
