@@ -45,9 +45,15 @@ def _describe_level(concurrency, runs, slo, confidence):
     means, broken = level_judgement(runs, slo)
     holds_in = sum(1 for r in runs if _run_holds(r, slo))
     share_ci = stats.binomtest(holds_in, len(runs)).proportion_ci(confidence_level=confidence)
+    judged = [key for key in LABELS if (slo or {}).get(key) is not None]
+    ok = [r["metrics"] for r in runs if r.get("status") == "ok" and r.get("metrics")]
     return {"concurrency": concurrency, "trials": len(runs), "holds_in": holds_in,
             "share_ci": [float(share_ci.low), float(share_ci.high)],
-            "means": {key: means[key] for key in LABELS if (slo or {}).get(key) is not None},
+            "means": {key: means[key] for key in judged},
+            # Each successful run's p99 figure per SLO (None where it recorded none), and the runs that failed:
+            # what fleetopt.capacity_verdict reads a level's judgement's support from.
+            "samples": {key: [None if m.get(key) is None else float(m[key]) for m in ok] for key in judged},
+            "failed": len(runs) - len(ok),
             "holds": not broken, "violations": broken}
 
 
