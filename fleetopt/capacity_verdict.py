@@ -24,10 +24,29 @@ tests), so those need no adjustment.
 """
 from fleetopt import stats
 from fleetopt.capacity import LABELS
-from fleetopt.formatting import fmt_capacity, fmt_capacity_range, fmt_confidence
+from fleetopt.formatting import fmt_capacity_with_trials, fmt_confidence
 
 METRIC = "capacity"
 NAMES = ("the variant", "the baseline")
+
+RULES = (
+    "On capacity under the SLOs (campaign_verdict_metric: capacity): each variant's capacity against its own "
+    "baseline's on the same host (a stack measured after the matrix against the baseline measured again beside it in "
+    "its stage). A capacity is a level, not a sample, so the verdict rests on the level judgements that decide it. "
+    "improved / regressed: the variant holds every SLO at the level where the baseline first broke one (or at a level "
+    "above it within its capacity), or the reverse; neutral: both hold every SLO at the same level and both break one "
+    "at the next level up, its neighbour (the same capacity to the unit). Each of those judgements must be firm: two "
+    "or more runs there, none failed, every run on the judged side of the limit, and the t interval of the mean of "
+    "that p99 figure at %d %% confidence on that side too (for a level that breaks an SLO, simultaneous over the SLOs: "
+    "Bonferroni). Otherwise inconclusive, with the reason: a judgement on the mean only (trials on both sides of a "
+    "limit, too few runs, an interval reaching over it), failed runs, no SLO, no capacity on either side, a side that "
+    "held every level it measured (its search stopped at its budget or ceiling), the same capacity with the levels "
+    "between it and the one broken never measured, or levels measured apart.")
+
+
+def capacity_rules(confidence=stats.DEFAULT_CONFIDENCE):
+    """The rule of the verdicts on capacity, in words, for the reports."""
+    return RULES % round(confidence * 100)
 
 
 def _limit_text(key, slo, sign):
@@ -103,7 +122,7 @@ def _held_from(found, lowest):
 
 def _brief(found):
     broken = _broken_level(found)
-    return dict({k: found.get(k) for k in ("capacity", "at_least", "low", "high", "high_at_least", "reason")},
+    return dict({k: found.get(k) for k in ("capacity", "at_least", "low", "high", "high_at_least", "per_trial", "reason")},
                 broken_at=broken["concurrency"] if broken else None, slo=found.get("slo") or {})
 
 
@@ -179,9 +198,7 @@ def _plan(variant, baseline):
 
 def _decided(verdict, deciding, names, found_v, found_b):
     """The reason of a firm improved / regressed / neutral."""
-    sides = "capacity %s (over the trials %s) against %s's %s (over the trials %s)" % (
-        fmt_capacity(found_v), fmt_capacity_range(found_v) or "n/a", names[1], fmt_capacity(found_b),
-        fmt_capacity_range(found_b) or "n/a")
+    sides = "capacity %s against %s's %s" % (fmt_capacity_with_trials(found_v), names[1], fmt_capacity_with_trials(found_b))
     if verdict == "neutral":
         held, broken = deciding[0], deciding[2]
         return "%s: the same capacity, c=%s: both hold every SLO at c=%s (%s: %s; %s: %s) and both break one at " \
