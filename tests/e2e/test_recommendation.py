@@ -24,6 +24,7 @@ in 46-53 s; the stack measured +144.0 % [+124.2, +163.8] against baseline_stack,
 against the matrix's baseline (an earlier version, with a planted loss in place of the baseline measured again,
 took 16 minutes on two cores shared with a CI run)."""
 import json
+import shutil
 
 import pytest
 import yaml
@@ -39,11 +40,21 @@ PLANTED = [
 ]
 WEAKENED = {"campaign_server_flags": {"--max-model-len": 1024, "--max-num-seqs": 1},
             "campaign_extra_optimizations": PLANTED}
+# The capacity search, folded into this campaign so that it costs no launch of its own: a tight TTFT SLO that the
+# weakened baseline (one sequence per step: a request waits for the one before it, about 0.8 s) holds at c=2 and
+# breaks at c=4 (p99 TTFT 2.2-3.1 s in earlier runs), and that restore_seqs holds at c=4 (0.4-0.65 s). One level of
+# search per launch, and a ceiling at the planned level: a variant that holds at c=4 stops there (c=8 would cost 32
+# prompts a trial), one that breaks it measures c=2.
+SLO = {"p99_ttft_ms": 1500}
+SEARCH_LEVELS = 1
+CAPACITY_SEARCH = {"campaign_slo": SLO, "campaign_capacity_search_levels": SEARCH_LEVELS,
+                   "campaign_capacity_max_concurrency": 4}
 
 
 def campaign(base, port):
     return run_fleetopt("run", "--only", ",".join(p["id"] for p in PLANTED), "--recommend",
-                        *isolated(base, port, CAMPAIGN, trials=3, concurrency=(4,)), "-e", json.dumps(WEAKENED))
+                        *isolated(base, port, CAMPAIGN, trials=3, concurrency=(4,)),
+                        "-e", json.dumps(dict(WEAKENED, **CAPACITY_SEARCH)))
 
 
 @pytest.fixture(scope="module")
@@ -77,8 +88,9 @@ def cells_of(measured):
     return {path.stem: json.loads(path.read_text()) for path in (measured["folder"] / "cells" / "localhost").glob("*.json")}
 
 
-def mean_output(cell):
-    runs = [lv["metrics"]["output_throughput"] for lv in cell["levels"] if lv["status"] == "ok" and lv.get("metrics")]
+def mean_output(cell, concurrency=4):
+    runs = [lv["metrics"]["output_throughput"] for lv in cell["levels"]
+            if lv["status"] == "ok" and lv.get("metrics") and lv["concurrency"] == concurrency]
     return sum(runs) / len(runs)
 
 
@@ -105,6 +117,40 @@ def test_the_stack_was_measured_beside_the_baseline_measured_again_after_the_mat
     section = markdown.split("## Campaign")[0]
     assert "**Status: measured as a stack.**" in section
     assert "against the baseline measured again beside it in the stack stage (baseline_stack)" in section
+
+
+def summary_of(folder):
+    return {v["variant"]: v for v in json.loads((folder / "summary.json").read_text())["variants"]}
+
+
+def test_capacity_is_found_within_the_level_budget_and_the_slower_baseline_has_less(measured):
+    cells, variants = cells_of(measured), summary_of(measured["folder"])
+    for name, cell in cells.items():
+        search = cell["benchmark"]["capacity_search"]
+        assert search["budget"] == SEARCH_LEVELS and len(search["levels"]) <= SEARCH_LEVELS, (name, search)
+        assert cell["benchmark"]["slo"] == SLO
+        assert variants[name]["capacity"]["capacity"] is not None, (name, variants[name]["capacity"]["reason"])
+    base, helper = variants["baseline"]["capacity"], variants["restore_seqs"]["capacity"]
+    # The baseline breaks the SLO at c=4 and holds it at c=2, the level its search measured: capacity found.
+    assert cells["baseline"]["benchmark"]["capacity_search"]["levels"] == [2], cells["baseline"]["benchmark"]
+    assert (base["capacity"], base["at_least"], base["searched"]) == (2, False, [2]), base
+    # restore_seqs holds it at c=4, the search's ceiling here: at least c=4.
+    assert cells["restore_seqs"]["benchmark"]["capacity_search"]["stopped_by"] == "ceiling"
+    assert (helper["capacity"], helper["at_least"]) == (4, True), helper
+    assert base["capacity"] < helper["capacity"]
+
+
+def test_the_verdict_taken_on_capacity_finds_the_helper_improved(measured, tmp_path):
+    # The report again on a copy of the campaign, its verdicts on capacity: nothing measured again.
+    copy = tmp_path / CAMPAIGN
+    shutil.copytree(measured["folder"], copy)
+    rc, output = run_fleetopt("report", str(copy), "--verdict-metric", "capacity")
+    assert rc == 0, output[-3000:]
+    helper = summary_of(copy)["restore_seqs"]
+    assert helper["verdict"] == "improved", helper["verdict_reason"]
+    assert [(d["side"], d["concurrency"], d["judged"]) for d in helper["capacity_comparison"]["deciding"]] == [
+        ("variant", 4, "holds"), ("baseline", 4, "breaks")]
+    assert "On capacity under the SLOs" in (copy / "report.md").read_text()
 
 
 def test_a_resumed_campaign_measures_nothing_again_the_stack_included(measured):
