@@ -13,6 +13,8 @@ give the interval [low, high]. When every level holds, capacity is "at least" th
 level. Per level, the share of runs that met every SLO comes with its exact (Clopper-Pearson)
 interval.
 """
+import math
+
 from scipy import stats
 
 from fleetopt.stats import DEFAULT_CONFIDENCE
@@ -29,6 +31,11 @@ level_violations = slo_violations
 
 def _run_holds(run, slo):
     return run.get("status") == "ok" and bool(run.get("metrics")) and not level_violations(run["metrics"], slo)
+
+
+def _figure(value):
+    """A run's figure as a float; None where it recorded none, or none that is finite."""
+    return float(value) if value is not None and math.isfinite(float(value)) else None
 
 
 def _ladder(holds_by_level):
@@ -52,7 +59,7 @@ def _describe_level(concurrency, runs, slo, confidence):
             "means": {key: means[key] for key in judged},
             # Each successful run's p99 figure per SLO (None where it recorded none), and the runs that failed:
             # what fleetopt.capacity_verdict reads a level's judgement's support from.
-            "samples": {key: [None if m.get(key) is None else float(m[key]) for m in ok] for key in judged},
+            "samples": {key: [_figure(m.get(key)) for m in ok] for key in judged},
             "failed": len(runs) - len(ok),
             "holds": not broken, "violations": broken}
 

@@ -201,7 +201,9 @@ def capacity_comparison(cell, capacities, slo, confidence):
     reference = own_baseline(cell)
     found = capacities.get((cell["host"], reference)) or dict(
         capacity([], slo, confidence), reason="not measured on this host (no %s cell)" % reference)
-    return compare_capacity(capacities[(cell["host"], cell["variant"])], found, confidence, baseline_variant=reference)
+    names = ("the variant", "the baseline" if reference == BASELINE else "its stage's baseline (%s)" % reference)
+    return compare_capacity(capacities[(cell["host"], cell["variant"])], found, confidence, baseline_variant=reference,
+                            names=names)
 
 
 def variant_summaries(cells, rows, slo=None, confidence=stats.DEFAULT_CONFIDENCE, verdict_metric=None):

@@ -175,6 +175,7 @@ def test_a_stack_is_compared_with_the_capacity_of_the_baseline_measured_beside_i
     found = verdicts_of(build_summary(tmp_path / "c1", cells, verdict_metric="capacity"))
     assert found["stack"]["capacity_comparison"]["baseline_variant"] == "baseline_stack"
     assert found["stack"]["verdict"] == "improved"
+    assert "its stage's baseline (baseline_stack) breaks them" in found["stack"]["verdict_reason"]
     assert found["baseline_stack"]["verdict"] == "regressed"  # the drift, against the matrix's baseline
 
 
@@ -202,3 +203,12 @@ def test_the_aa_gate_holds_for_capacity_verdicts(tmp_path, aa_levels, gated):
         assert "A/A comparison (baseline vs itself) was improved" in found["fast"]["verdict_reason"]
     else:
         assert found["fast"]["verdict"] == "improved" and summary["aa"][0]["gate"] is None
+
+
+def test_a_figure_a_run_did_not_record_leaves_its_level_unsupported():
+    levels = ladder((4, FAST))
+    levels[1]["metrics"]["p99_ttft_ms"] = float("nan")
+    found = capacity(levels, SLO)
+    assert found["levels"][0]["samples"]["p99_ttft_ms"] == [400.0, None, 410.0]
+    support = level_support(found["levels"][0], SLO)
+    assert found["levels"][0]["holds"] and not support["firm"] and "not recorded in every run" in support["why"]
