@@ -41,11 +41,12 @@ PLANTED = [
 WEAKENED = {"campaign_server_flags": {"--max-model-len": 1024, "--max-num-seqs": 1},
             "campaign_extra_optimizations": PLANTED}
 # The capacity search, folded into this campaign so that it costs no launch of its own: a tight TTFT SLO that the
-# weakened baseline (one sequence per step: a request waits for the one before it, about 0.8 s) holds at c=2 and
-# breaks at c=4 (p99 TTFT 2.2-3.1 s in earlier runs), and that restore_seqs holds at c=4 (0.4-0.65 s). One level of
-# search per launch, and a ceiling at the planned level: a variant that holds at c=4 stops there (c=8 would cost 32
-# prompts a trial), one that breaks it measures c=2.
-SLO = {"p99_ttft_ms": 1500}
+# weakened baseline (one sequence per step: a request waits for the ones before it) holds at c=2 and breaks at c=4,
+# and that restore_seqs holds at c=4. Measured here (p99 TTFT per trial): the baseline 1.07-1.30 s at c=2 and
+# 2.77-3.42 s at c=4, restore_seqs and the stack 0.41-0.56 s at c=4; 1800 ms lies about as far, relatively, from
+# the baseline's means at c=2 and c=4. One level of search per launch, and a ceiling at the planned level: a variant
+# that holds at c=4 stops there (c=8 would cost 32 prompts a trial), one that breaks it measures c=2.
+SLO = {"p99_ttft_ms": 1800}
 SEARCH_LEVELS = 1
 CAPACITY_SEARCH = {"campaign_slo": SLO, "campaign_capacity_search_levels": SEARCH_LEVELS,
                    "campaign_capacity_max_concurrency": 4}
