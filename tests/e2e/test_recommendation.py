@@ -17,12 +17,22 @@ change is the ratio of the two cells' means, and its interval excludes 0. Runnin
 nothing is measured again, the stack and the baseline beside it included. (A planted loss is left to
 test_verdicts.py: the baseline measured again took its launch.)
 
+The same campaign searches capacity under a tight TTFT SLO (issue 13), with no launch of its own: the slower
+baseline's capacity is found within the search's budget, below restore_seqs', and the report's verdict taken on
+capacity (`fleetopt report --verdict-metric capacity`, on a copy) finds restore_seqs improved.
+
 Cost: 5 engine launches (baseline, the 2 candidates, the baseline again, the stack), one level (concurrency 4)
-each, 3 trials, no A/A, few prompts (SINGLE_LAUNCH, FEW_PROMPTS); the resumed run launches nothing, only
+each, 3 trials, no A/A, few prompts (SINGLE_LAUNCH, FEW_PROMPTS), and one searched level (c=2) for each cell that
+breaks the SLO at c=4 (the baseline and the baseline measured again); the resumed run launches nothing, only
 Ansible's pass over the kept cells. Run once on two otherwise idle cores: 604 s for both runs, each launch ready
 in 46-53 s; the stack measured +144.0 % [+124.2, +163.8] against baseline_stack, which was +1.2 % [-18.8, +21.2]
 against the matrix's baseline (an earlier version, with a planted loss in place of the baseline measured again,
-took 16 minutes on two cores shared with a CI run)."""
+took 16 minutes on two cores shared with a CI run). With the capacity search: 651 s on two cores shared with other
+work (launches ready in 43-53 s); the two searched levels took 36.9 s of runs and added 56 s to the benchmark
+client's wall time over the campaign's cells (244 s against 187 s); capacities: the baseline c=2 (p99 TTFT
+0.93-1.04 s there, 2.63-2.85 s at c=4), the baseline measured again c=2, restore_seqs, two_seqs and the stack at
+least c=4 (the ceiling); on capacity restore_seqs, two_seqs and the stack were improved, the baseline measured
+again inconclusive against the matrix's (both c=2 to c=4, c=3 not measured)."""
 import json
 import shutil
 
