@@ -13,6 +13,8 @@ give the interval [low, high]. When every level holds, capacity is "at least" th
 level. Per level, the share of runs that met every SLO comes with its exact (Clopper-Pearson)
 interval.
 """
+import math
+
 from scipy import stats
 
 from fleetopt.stats import DEFAULT_CONFIDENCE
@@ -31,6 +33,11 @@ def _run_holds(run, slo):
     return run.get("status") == "ok" and bool(run.get("metrics")) and not level_violations(run["metrics"], slo)
 
 
+def _figure(value):
+    """A run's figure as a float; None where it recorded none, or none that is finite."""
+    return float(value) if value is not None and math.isfinite(float(value)) else None
+
+
 def _ladder(holds_by_level):
     """(capacity, at_least, first broken level or None) from [(concurrency, holds)] in ascending order."""
     last = None
@@ -45,9 +52,15 @@ def _describe_level(concurrency, runs, slo, confidence):
     means, broken = level_judgement(runs, slo)
     holds_in = sum(1 for r in runs if _run_holds(r, slo))
     share_ci = stats.binomtest(holds_in, len(runs)).proportion_ci(confidence_level=confidence)
+    judged = [key for key in LABELS if (slo or {}).get(key) is not None]
+    ok = [r["metrics"] for r in runs if r.get("status") == "ok" and r.get("metrics")]
     return {"concurrency": concurrency, "trials": len(runs), "holds_in": holds_in,
             "share_ci": [float(share_ci.low), float(share_ci.high)],
-            "means": {key: means[key] for key in LABELS if (slo or {}).get(key) is not None},
+            "means": {key: means[key] for key in judged},
+            # Each successful run's p99 figure per SLO (None where it recorded none), and the runs that failed:
+            # what fleetopt.capacity_verdict reads a level's judgement's support from.
+            "samples": {key: [_figure(m.get(key)) for m in ok] for key in judged},
+            "failed": len(runs) - len(ok),
             "holds": not broken, "violations": broken}
 
 

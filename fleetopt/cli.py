@@ -14,7 +14,9 @@ def build_parser():
     report.add_argument("campaign_dir")
     report.add_argument("--latest-link", help="symlink to point at this campaign (e.g. results/latest)")
     report.add_argument("--verdict-metric", default="output_throughput",
-                        help="metric the verdicts are based on (default: output_throughput)")
+                        help="metric the verdicts are based on (default: output_throughput), or capacity: each "
+                             "variant's capacity under the SLOs against its baseline's (needs SLOs, from the cells "
+                             "or --slo)")
     report.add_argument("--confidence", type=float, default=0.95, help="confidence level (default: 0.95)")
     report.add_argument("--min-effect", type=float, default=3.0,
                         help="smallest change in percent that counts as improved or regressed (default: 3)")

@@ -19,6 +19,11 @@ def fmt_change(comparison):
     return text
 
 
+def at_level(gain):
+    """' at c=4', the level a gain was measured at; '' for one with no level (a gain on capacity over none)."""
+    return "" if (gain or {}).get("concurrency") is None else " at c=%s" % gain["concurrency"]
+
+
 def against_own_baseline(row, change):
     """The change, naming the baseline it is against when that is a stage's own (a stack's), not the campaign's."""
     own = row.get("baseline_variant")
@@ -63,6 +68,24 @@ def fmt_capacity_range(found):
     high_text = "none" if high is None else ("≥ c=%s" if found.get("high_at_least") else "c=%s") % high
     low_text = "none" if low is None else "c=%s" % low
     return high_text if low_text == high_text or (low == high and low is not None) else "%s to %s" % (low_text, high_text)
+
+
+def fmt_capacity_with_trials(found):
+    """'c=4 (over the trials c=2 to c=4)', the range left out where it says the same; 'none' without a capacity."""
+    level, over_trials = fmt_capacity(found) or "none", fmt_capacity_range(found)
+    return level + (" (over the trials %s)" % over_trials if over_trials and over_trials != level else "")
+
+
+def fmt_capacity_against(variant):
+    """A variant's capacity against its own baseline's, as the verdict on capacity compared them; '' without one."""
+    compared = variant.get("capacity_comparison")
+    if not compared:
+        return ""
+    text = "%s against %s's %s" % (fmt_capacity_with_trials(compared["variant"]), compared["baseline_variant"],
+                                   fmt_capacity_with_trials(compared["baseline"]))
+    if compared.get("change_pct") is not None:
+        text += ", %+.1f %%" % compared["change_pct"]
+    return text
 
 
 def fmt_goodput(row):

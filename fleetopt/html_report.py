@@ -14,8 +14,9 @@ from fleetopt import plots
 from fleetopt.cost import power_text
 import yaml
 
-from fleetopt.formatting import (against_own_baseline, fmt, fmt_capacity, fmt_capacity_range, fmt_change, fmt_goodput,
-                                 fmt_mean_ci, fmt_money, fmt_pct, fmt_slo)
+from fleetopt.capacity_verdict import METRIC as CAPACITY, capacity_rules
+from fleetopt.formatting import (against_own_baseline, at_level, fmt, fmt_capacity, fmt_capacity_against,
+                                 fmt_capacity_range, fmt_change, fmt_goodput, fmt_mean_ci, fmt_money, fmt_pct, fmt_slo)
 from fleetopt.files import write_atomically
 from fleetopt.launches import describe_design, launch_details, launch_number, launch_total
 
@@ -135,6 +136,7 @@ def environment():
     )
     env.filters.update(fmt=fmt, fmt_pct=fmt_pct, fmt_change=fmt_change, fmt_mean_ci=fmt_mean_ci, fmt_p=fmt_p,
                        fmt_capacity=fmt_capacity, fmt_capacity_range=fmt_capacity_range, fmt_goodput=fmt_goodput,
+                       fmt_capacity_against=fmt_capacity_against, at_level=at_level,
                        fmt_slo=fmt_slo, fmt_money=fmt_money, combine_slo=lambda found, slo: dict(found or {}, slo=slo),
                        to_yaml=lambda value: yaml.safe_dump(value, sort_keys=False, default_flow_style=False))
     return env
@@ -149,6 +151,8 @@ def render_html(summary, cells):
         verdicts=verdict_rows(summary), counts=verdict_counts(summary), figures=figures,
         design=describe_design((summary.get("settings") or {}).get("design")),
         provenance=provenance_rows(cells), verdict_names=VERDICTS, power=power_text(cells),
+        on_capacity=summary["settings"]["verdict_metric"] == CAPACITY,
+        capacity_rules=capacity_rules(summary["settings"]["confidence"]),
     )
 
 

@@ -48,6 +48,14 @@ campaign measures: the recommended configuration's changes against the baseline.
 each candidate's changes applied (a removed flag stays as null, so the catalog's baseline cannot
 put it back); its launch command is the baseline's with those flags, through the engine's adapter.
 Each candidate keeps its measured gain with its interval and its capacity under the SLOs.
+
+With the verdicts on capacity (campaign_verdict_metric: capacity), a gain is the change of capacity
+against the baseline's (fleetopt.capacity_verdict; no interval: a capacity is a level), shown at the
+level that decided it; the order of measured effect is that change. A stack and the configuration it
+is to improve on were measured in different stages, each beside a baseline of its own; capacities are
+levels, with no ratio of gains to cancel a drift through, so they are compared directly only where
+each stage's baseline had the matrix's baseline's capacity (neutral on capacity, the same to the
+unit), and are inconclusive otherwise, with the reason.
 """
 import shlex
 
@@ -56,6 +64,7 @@ import yaml
 from fleetopt.files import write_atomically
 from fleetopt.launches import launch_details, merge_launches
 from fleetopt import stats
+from fleetopt.capacity_verdict import METRIC as CAPACITY, compare_capacity
 from fleetopt.summary import AA_VARIANT, BASELINE, COMPARED_METRICS
 from fleetopt.verdicts import apply_aa_gate, overall_verdict
 
@@ -137,6 +146,44 @@ def _headline(levels, metric):
     best = max(improved, key=lambda lv: lv["change_pct"])
     return dict({"metric": metric}, **{k: best[k] for k in ("concurrency", "change_pct", "ci_low_pct",
                                                             "ci_high_pct", "confidence")})
+
+
+def _capacity_gain(compared):
+    """A gain on capacity, from a capacity comparison (fleetopt.capacity_verdict): the change of capacity, shown at
+    the variant's capacity (the levels that decided the verdict are in its reason)."""
+    compared = compared or {}
+    return {"metric": CAPACITY, "concurrency": (compared.get("variant") or {}).get("capacity"),
+            "change_pct": _round(compared.get("change_pct")), "ci_low_pct": None, "ci_high_pct": None,
+            "confidence": compared.get("confidence"), "verdict": compared.get("verdict"),
+            "capacity": (compared.get("variant") or {}).get("capacity"),
+            "baseline_capacity": (compared.get("baseline") or {}).get("capacity")}
+
+
+def _gain_of(summary, entry, metric):
+    """(levels, gain) of a variant summary entry: its per-level comparisons and its measured effect."""
+    if metric == CAPACITY:
+        return [], _capacity_gain(entry.get("capacity_comparison"))
+    levels = _gains(summary, entry["host"], entry["variant"], metric)
+    return levels, _headline(levels, metric)
+
+
+def _effect(gain):
+    """A gain's change as a number to order by: a capacity gain over a baseline without a capacity (it broke the SLOs
+    at its lowest level) has no percentage and comes first; one without a capacity of its own comes last."""
+    if gain.get("change_pct") is not None:
+        return gain["change_pct"]
+    if gain.get("metric") == CAPACITY and gain.get("capacity") != gain.get("baseline_capacity"):
+        return float("inf") if gain.get("capacity") is not None else float("-inf")
+    return 0.0
+
+
+def _effect_text(gain):
+    if gain.get("change_pct") is not None:
+        return "%+.1f %%" % gain["change_pct"]
+    if gain.get("metric") == CAPACITY:
+        return "capacity %s against %s" % tuple("none" if c is None else "c=%s" % c
+                                                for c in (gain.get("capacity"), gain.get("baseline_capacity")))
+    return "n/a"
 
 
 def _capacity_brief(found):
@@ -276,10 +323,52 @@ def _versus(summary, host, variant, other, metric):
     return apply_aa_gate(result, gate, reason_key="reason")
 
 
+def _versus_capacity(summary, host, variant, other):
+    """`variant`'s capacity against `other`'s on `host`: directly when both were compared with the same baseline, or
+    when each stage's own baseline had the matrix's baseline's capacity (neutral on capacity); else inconclusive."""
+    entries = {v["variant"]: v for v in summary["variants"] if v["host"] == host}
+    mine, theirs = _reference(summary, host, variant), _reference(summary, host, other)
+    drifted = [(name, entries.get(name)) for name in sorted({mine, theirs} - {BASELINE})
+               if (entries.get(name) or {}).get("verdict") != "neutral"]
+    compared = None
+    if mine == theirs:
+        how = "directly, on capacity (both were compared with %s)" % mine
+    else:
+        how = ("on capacity, directly: the baseline of each stage (%s) had the same capacity as the matrix's"
+               % ", ".join(sorted({mine, theirs})))
+    if mine != theirs and drifted:
+        verdict = "inconclusive"
+        reason = ("%s and %s were measured in different stages, and capacities (levels, with no ratio of gains to cancel "
+                  "a drift through) are compared directly only where each stage's baseline had the matrix's baseline's "
+                  "capacity: %s" % (variant, other, "; ".join(
+                      "%s was %s against %s on capacity (%s)" % (name, (e or {}).get("verdict") or "not measured", BASELINE,
+                                                                 (e or {}).get("verdict_reason") or "no reason recorded")
+                      for name, e in drifted)))
+        how = "not compared: the stages' baselines differ in capacity"
+    elif variant not in entries or other not in entries:
+        verdict, reason = "inconclusive", "%s and %s were not both measured on %s" % (variant, other, host)
+    else:
+        settings = summary.get("settings") or {}
+        compared = compare_capacity(entries[variant]["capacity"], entries[other]["capacity"],
+                                    settings.get("confidence", stats.DEFAULT_CONFIDENCE), baseline_variant=other,
+                                    names=(variant, other))
+        verdict, reason = compared["verdict"], compared["reason"]
+    result = {"host": host, "verdict": verdict, "reason": reason, "levels": [], "gain": _capacity_gain(compared),
+              "compared": how}
+    gate = next((h.get("gate") for h in summary.get("aa") or [] if h.get("host") == host), None)
+    return apply_aa_gate(result, gate, reason_key="reason")
+
+
 def _drift(summary, host, reference, metric):
     """The stage's baseline against the matrix's on `host` (the level of largest change), or None."""
     if reference == BASELINE:
         return None
+    if metric == CAPACITY:
+        entry = next((v for v in summary["variants"] if v["host"] == host and v["variant"] == reference), None)
+        if not entry or not entry.get("capacity_comparison"):
+            return None
+        return dict(_capacity_gain(entry["capacity_comparison"]), baseline=reference, against=BASELINE,
+                    verdict=entry["verdict"])
     levels = _gains(summary, host, reference, metric)
     if not levels:
         return None
@@ -292,14 +381,14 @@ def _measure_stack(summary, found, metric, best, matrix_ran=True):
     best single candidate (through their effects when the two were measured in different stages)."""
     per_host = []
     for v in found:
-        levels = _gains(summary, v["host"], v["variant"], metric)
+        levels, gain = _gain_of(summary, v, metric)
         reference = _reference(summary, v["host"], v["variant"])
         per_host.append({"host": v["host"], "verdict": v["verdict"],
                          "reason": v.get("verdict_reason") or v.get("root_cause") or v.get("reason"),
-                         "levels": levels, "gain": _headline(levels, metric),
+                         "levels": levels, "gain": gain,
                          "capacity": _capacity_brief(v.get("capacity")), "baseline": reference,
                          "baseline_drift": _drift(summary, v["host"], reference, metric)})
-    weakest = min(per_host, key=lambda h: h["gain"]["change_pct"])
+    weakest = min(per_host, key=lambda h: _effect(h["gain"]))
     measured = {"variant": found[0]["variant"], "composes": list((found[0].get("stacked") or {}).get("composes") or []),
                 "hosts": [h["host"] for h in per_host], "verdict": _stack_verdict(found),
                 "reason": "; ".join("%s on %s: %s" % (h["verdict"], h["host"], h["reason"] or "") for h in per_host),
@@ -308,10 +397,11 @@ def _measure_stack(summary, found, metric, best, matrix_ran=True):
                 "gain": weakest["gain"], "levels": weakest["levels"], "capacity": weakest["capacity"],
                 "per_host": per_host, "vs_best_single": None}
     if best is not None:
-        against = [_versus(summary, h["host"], measured["variant"], best["id"], metric)
-                   for h in per_host if h["host"] in best["hosts"] and h["levels"]]
+        against = [_versus_capacity(summary, h["host"], measured["variant"], best["id"]) if metric == CAPACITY else
+                   _versus(summary, h["host"], measured["variant"], best["id"], metric)
+                   for h in per_host if h["host"] in best["hosts"] and (h["levels"] or metric == CAPACITY)]
         if against:
-            worst = min(against, key=lambda a: a["gain"]["change_pct"])
+            worst = min(against, key=lambda a: _effect(a["gain"]))
             measured["vs_best_single"] = {"id": best["id"], "verdict": _stack_verdict(against),
                                           "reason": "; ".join("%s on %s: %s" % (a["verdict"], a["host"], a["reason"])
                                                               for a in against),
@@ -341,7 +431,8 @@ def _greedy(summary, stacks, stack, metric):
             return {"kind": "greedy", "steps": steps, "kept_candidates": kept, "kept_found": kept_found,
                     "kept": [c["id"] for c in kept], "next": composes, "next_step": number,
                     "next_id": "%s_%d" % (STACK_VARIANT, number)}
-        against = [_versus(summary, v["host"], v["variant"], current, metric) for v in found if v["verdict"] not in FAILED]
+        against = [_versus_capacity(summary, v["host"], v["variant"], current) if metric == CAPACITY else
+                   _versus(summary, v["host"], v["variant"], current, metric) for v in found if v["verdict"] not in FAILED]
         verdict = _stack_verdict(against) if against else "crashed"
         reason = "; ".join("%s on %s: %s" % (a["verdict"], a["host"], a["reason"]) for a in against) or "; ".join(
             "%s on %s: %s" % (v["verdict"], v["host"], v.get("verdict_reason") or v.get("reason") or "") for v in found)
@@ -397,13 +488,13 @@ def recommend(summary, cells):
             for v in found:
                 cell = merged[(v["host"], name)]
                 base_cell = merged.get((v["host"], BASELINE)) or {}
-                levels = _gains(summary, v["host"], name, metric)
-                per_host.append({"host": v["host"], "levels": levels, "gain": _headline(levels, metric),
+                levels, gain = _gain_of(summary, v, metric)
+                per_host.append({"host": v["host"], "levels": levels, "gain": gain,
                                  "capacity": _capacity_brief(v.get("capacity")),
                                  "flags": _diff(launch_details(base_cell).get("flags"), launch_details(cell).get("flags")),
                                  "env": _diff(launch_details(base_cell).get("env"), launch_details(cell).get("env")),
                                  "conflicts": _conflicts(cell)})
-            weakest = min(per_host, key=lambda h: h["gain"]["change_pct"])
+            weakest = min(per_host, key=lambda h: _effect(h["gain"]))
             candidates.append(dict(weakest, id=name, title=found[0].get("title"), hosts=[h["host"] for h in per_host],
                                    verdict_reason="; ".join(v.get("verdict_reason") or "" for v in found)))
         else:
@@ -411,7 +502,7 @@ def recommend(summary, cells):
             left_out.append({"id": name, "title": found[0].get("title"), "why": why, "hosts": [v["host"] for v in found],
                              "reason": _reason_text(found)})
 
-    candidates.sort(key=lambda c: -c["gain"]["change_pct"])
+    candidates.sort(key=lambda c: -_effect(c["gain"]))
     stack = []
     for candidate in candidates:
         clash = next(((other, why) for other in stack for why in [_clash(candidate, other)] if why), None)
@@ -419,9 +510,9 @@ def recommend(summary, cells):
             other, why = clash
             left_out.append({"id": candidate["id"], "title": candidate["title"], "why": "conflicting",
                              "hosts": candidate["hosts"],
-                             "reason": "conflicts with %s, which has the larger measured effect (%+.1f %% against "
-                                       "%+.1f %%): %s" % (other["id"], other["gain"]["change_pct"],
-                                                          candidate["gain"]["change_pct"], why)})
+                             "reason": "conflicts with %s, which has the larger measured effect (%s against "
+                                       "%s): %s" % (other["id"], _effect_text(other["gain"]),
+                                                    _effect_text(candidate["gain"]), why)})
         else:
             stack.append(candidate)
 
@@ -613,8 +704,9 @@ def write_recommendation(campaign_dir, proposal):
                    "as one launch (-e recommend=true measures it).\n")
     elif proposal.get("measured"):
         gain = proposal["measured"]["gain"]
-        header += "# The stack was measured against %s: %s %+.1f %% [%s, %s] at c=%s.\n" % (
-            proposal["measured"]["against"], gain["metric"], gain["change_pct"], _shown_pct(gain["ci_low_pct"]),
-            _shown_pct(gain["ci_high_pct"]), gain["concurrency"])
+        header += "# The stack was measured against %s: %s %s%s%s.\n" % (
+            proposal["measured"]["against"], gain["metric"], _effect_text(gain),
+            " [%s, %s]" % (_shown_pct(gain["ci_low_pct"]), _shown_pct(gain["ci_high_pct"]))
+            if gain.get("ci_low_pct") is not None else "", "" if gain.get("concurrency") is None else " at c=%s" % gain["concurrency"])
     write_atomically(path, header + yaml.safe_dump(proposal, sort_keys=False, default_flow_style=False, width=100))
     return path

@@ -14,10 +14,11 @@ import sys
 import yaml
 from tabulate import tabulate
 
+from fleetopt.capacity_verdict import METRIC as CAPACITY, capacity_rules
 from fleetopt.cost import power_text
 from fleetopt.files import write_atomically
-from fleetopt.formatting import (against_own_baseline, fmt, fmt_capacity, fmt_capacity_range, fmt_change, fmt_goodput,
-                                 fmt_mean_ci, fmt_money, fmt_slo)
+from fleetopt.formatting import (against_own_baseline, at_level, fmt, fmt_capacity, fmt_capacity_against, fmt_capacity_range,
+                                 fmt_change, fmt_goodput, fmt_mean_ci, fmt_money, fmt_slo)
 from fleetopt.hosts import fill_missing_cells, troubled_hosts
 from fleetopt.html_report import write_html_report
 from fleetopt.launches import describe_design
@@ -47,7 +48,7 @@ def matrix_table(rows):
     return tabulate(table, headers=headers, tablefmt="github")
 
 
-def verdict_table(variants):
+def verdict_table(variants, metric=None):
     table = []
     for v in variants:
         levels = ", ".join(
@@ -55,6 +56,8 @@ def verdict_table(variants):
                            " (%s)" % fmt_change(lv["change"]) if lv.get("change") else "")
             for lv in v["levels"]
         )
+        if metric == CAPACITY:
+            levels = fmt_capacity_against(v) if v["variant"] != "baseline" else fmt_capacity(v.get("capacity"))
         why = v.get("root_cause") or v.get("reason") or ""
         if v.get("remedy"):
             why += " Remedy: %s" % v["remedy"]
@@ -64,11 +67,18 @@ def verdict_table(variants):
             why = "the baseline measured again beside %s, against the matrix's: the drift between the stages (%s)" % (
                 v["baseline_of"], why)
         table.append([v["variant"], v["host"], v["verdict"] or "untested", levels, why])
-    return tabulate(table, headers=["optimization", "host", "verdict", "per concurrency", "why"],
+    return tabulate(table, headers=["optimization", "host", "verdict",
+                                    "capacity against its baseline" if metric == CAPACITY else "per concurrency", "why"],
                     tablefmt="github")
 
 
 def verdict_rules(settings):
+    if settings["verdict_metric"] == CAPACITY:
+        text = capacity_rules(settings["confidence"])
+        if not settings.get("slo"):
+            text += (" No SLO was set (campaign_slo), so every verdict is inconclusive: set SLOs, or give them to the "
+                     "report (--slo).")
+        return text
     return (
         "Against the same host's baseline on %s (a stack measured after the matrix against the baseline measured "
         "again beside it in its stage: the matrix's could be hours old), from the interval of the relative change "
@@ -95,10 +105,12 @@ def capacity_text(summary):
         table.append([v["variant"], v["host"], fmt_capacity(found), fmt_capacity_range(found), levels,
                       found.get("reason") or ""])
     source = "as measured" if (summary["settings"].get("slo_source") == "cells") else "given to the report"
-    return ("SLOs (%s): %s. Capacity is the highest measured concurrency up to which every SLO holds on the mean "
+    taken = (" The verdicts are taken on these capacities (campaign_verdict_metric: capacity; see Verdicts)."
+             if summary["settings"].get("verdict_metric") == CAPACITY else "")
+    return ("SLOs (%s): %s.%s Capacity is the highest measured concurrency up to which every SLO holds on the mean "
             "of the runs' p99 figures (every run must succeed); over the trials, the range of each trial's own "
             "capacity; per level, the runs that met every SLO. Goodput (matrix) is counted by the benchmark client "
-            "for the per-request SLOs (TTFT, TPOT) where it has a goodput option.\n\n" % (source, fmt_slo(slo))
+            "for the per-request SLOs (TTFT, TPOT) where it has a goodput option.\n\n" % (source, fmt_slo(slo), taken)
             + tabulate(table, headers=["variant", "host", "capacity", "over the trials", "runs meeting the SLOs",
                                        "why"], tablefmt="github"))
 
@@ -138,16 +150,17 @@ def measured_text(proposal):
     if not measured:
         return []
     gain = measured["gain"]
-    lines = ["Measured as one launch (%s, on %s) against %s: %s, %s at c=%s." % (
+    lines = ["Measured as one launch (%s, on %s) against %s: %s, %s%s." % (
         " + ".join(measured["composes"]) or measured["variant"], ", ".join(measured["hosts"]),
         measured.get("against") or "the baseline", measured["verdict"], fmt_change(gain) or "no change measured",
-        gain["concurrency"])]
+        at_level(gain))]
     if proposal.get("verifies"):
         lines[0] += " This campaign verifies the recommendation of campaign %s." % proposal["verifies"]
     drift = measured.get("baseline_drift")
     if drift:
         lines.append("That baseline against the matrix's, the drift of the host between the two stages (kept out of "
-                     "the stack's effect): %s, %s at c=%s." % (drift["verdict"], fmt_change(drift), drift["concurrency"]))
+                     "the stack's effect): %s, %s%s." % (drift["verdict"], fmt_change(drift) or "no change measured",
+                                                         at_level(drift)))
     versus = measured.get("vs_best_single")
     if versus:
         shown = fmt_change(versus.get("gain")) or "not compared"
@@ -186,10 +199,11 @@ def recommendation_text(proposal):
     lines += measured_text(proposal) + search_text(proposal)
     if proposal["candidates"]:
         table = [[c["id"], ", ".join(c["hosts"]), "flags: %s; env: %s" % (_flag_changes(c["flags"]), _flag_changes(c["env"])),
-                  "%s at c=%s" % (fmt_change(c["gain"]), c["gain"]["concurrency"]),
+                  (fmt_change(c["gain"]) or "n/a") + at_level(c["gain"]),
                   fmt_capacity(dict(c["capacity"] or {}, slo=proposal["slo"]))]
                  for c in proposal["candidates"]]
-        lines += [tabulate(table, headers=["candidate", "host", "changes", "%s gain [simultaneous CI]" % proposal["verdict_metric"],
+        lines += [tabulate(table, headers=["candidate", "host", "changes", "%s gain%s" % (
+            proposal["verdict_metric"], "" if proposal["verdict_metric"] == CAPACITY else " [simultaneous CI]"),
                                            "capacity"], tablefmt="github"), ""]
     baseline = (proposal.get("baseline") or {}).get("capacity")
     if proposal["slo"] and baseline:
@@ -349,7 +363,7 @@ def render_markdown(summary, cells):
         "",
         design_text(summary["settings"]),
         "",
-        verdict_table(summary["variants"]),
+        verdict_table(summary["variants"], summary["settings"]["verdict_metric"]),
         "",
         "## Capacity under the SLOs",
         "",
@@ -438,7 +452,7 @@ def main(args):
     write_llmd_reports(campaign_dir, summary, cells)
     if args.latest_link:
         update_latest_link(args.latest_link, campaign_dir)
-    print(verdict_table(summary["variants"]))
+    print(verdict_table(summary["variants"], summary["settings"]["verdict_metric"]))
     proposal = summary["recommendation"]
     print("\nrecommendation (%s): %s" % (proposal["status"], ", ".join(proposal["stack"]) or "the baseline"))
     print("  %s" % (campaign_dir / "recommended.yml"))

@@ -16,6 +16,11 @@ own) each row carries goodput beside throughput (the client's request_goodput, a
 the requests per second) and each variant its capacity (fleetopt.capacity). With a price per
 host-hour, each variant gets its cost per million output tokens at that capacity (fleetopt.cost);
 where the GPUs' board power was sampled, rows carry it and the output tokens per joule.
+
+With the verdict metric `capacity` (campaign_verdict_metric), each variant's verdict is its capacity
+against its own baseline's on the same host (fleetopt.capacity_verdict, kept as `capacity_comparison`);
+the levels keep their comparisons of the metrics but carry no verdict of their own, and the A/A
+comparison, the noise floor, is the baseline's capacity against itself.
 """
 import datetime
 import json
@@ -23,6 +28,7 @@ import pathlib
 
 from fleetopt import stats, verdicts
 from fleetopt.capacity import capacity
+from fleetopt.capacity_verdict import METRIC as CAPACITY, compare_capacity
 from fleetopt.cost import attach_costs
 from fleetopt.launches import campaign_design, launch_number, merge_launches
 from fleetopt.leftovers import leftover_notes
@@ -161,10 +167,14 @@ def attach_comparisons(rows, verdict_metric, confidence, min_effect_pct):
                                   stats.HIGHER_IS_BETTER[metric], confidence, min_effect_pct, family_size=m)
             for metric in COMPARED_METRICS
         }
+        row["family_size"] = m
+        if verdict_metric == CAPACITY:
+            row.update(verdict=None, verdict_reason="the verdict is taken on capacity, per variant and host "
+                                                    "(campaign_verdict_metric: capacity), not per level")
+            continue
         chosen = row["vs_baseline"].get(verdict_metric) or {}
         row["verdict"] = chosen.get("verdict") or "inconclusive"
         row["verdict_reason"] = chosen.get("reason") or "no %s to compare" % verdict_metric
-        row["family_size"] = m
     return rows
 
 
@@ -186,19 +196,34 @@ def level_verdicts(own, baseline_levels):
     return levels
 
 
-def variant_summaries(cells, rows, slo=None, confidence=stats.DEFAULT_CONFIDENCE):
+def capacity_comparison(cell, capacities, slo, confidence):
+    """A measured variant's capacity against its own baseline's on the same host (fleetopt.capacity_verdict)."""
+    reference = own_baseline(cell)
+    found = capacities.get((cell["host"], reference)) or dict(
+        capacity([], slo, confidence), reason="not measured on this host (no %s cell)" % reference)
+    names = ("the variant", "the baseline" if reference == BASELINE else "its stage's baseline (%s)" % reference)
+    return compare_capacity(capacities[(cell["host"], cell["variant"])], found, confidence, baseline_variant=reference,
+                            names=names)
+
+
+def variant_summaries(cells, rows, slo=None, confidence=stats.DEFAULT_CONFIDENCE, verdict_metric=None):
     measured_levels = {}
     for r in rows:
         if r["status"] == "ok":
             measured_levels.setdefault((r["host"], r["variant"]), set()).add(r["concurrency"])
+    capacities = {(cell["host"], cell["variant"]): variant_capacity(cell, slo or {}, confidence) for cell in cells}
     summaries = []
     for cell in cells:
         own = [r for r in rows if r["variant"] == cell["variant"] and r["host"] == cell["host"]]
         levels = level_verdicts(own, measured_levels.get((cell["host"], own_baseline(cell)), set()))
+        compared = None
         if cell["status"] != "ok":
             verdict, why = cell["status"], cell.get("reason")
         elif cell["variant"] == BASELINE:
             verdict, why = "baseline", None
+        elif verdict_metric == CAPACITY:
+            compared = capacity_comparison(cell, capacities, slo or {}, confidence)
+            verdict, why = compared["verdict"], compared["reason"]
         else:
             verdict, why = verdicts.overall_verdict(levels)
         by_level = {lv["concurrency"]: lv for lv in levels}
@@ -211,7 +236,7 @@ def variant_summaries(cells, rows, slo=None, confidence=stats.DEFAULT_CONFIDENCE
             "startup_s": (cell.get("startup") or {}).get("startup_s"),
             "launches": len({lv.get("launch", 1) for lv in cell.get("levels") or [] if lv.get("status") == "ok"}),
             "launches_planned": cell.get("launches") or 1, "launch_statuses": cell.get("launch_statuses") or [],
-            "capacity": variant_capacity(cell, slo or {}, confidence),
+            "capacity": capacities[(cell["host"], cell["variant"])], "capacity_comparison": compared,
             "levels": [
                 {"concurrency": r["concurrency"], "verdict": by_level[r["concurrency"]]["verdict"]
                  if r["variant"] != BASELINE else r.get("verdict"),
@@ -250,9 +275,19 @@ def gate_on_aa(summaries, rows, hosts):
             verdicts.apply_aa_gate(level, gates.get(entry["host"]), reason_key="reason")
 
 
-def noise_floor(rows, verdict_metric):
-    """What the baseline measured against itself (an A/A run) says about each host's noise, per level."""
+def noise_floor(rows, verdict_metric, summaries=()):
+    """What the baseline measured against itself (an A/A run) says about each host's noise, per level (on capacity:
+    per host, its capacity against itself)."""
     floor = []
+    if verdict_metric == CAPACITY:
+        for entry in summaries:
+            compared = entry.get("capacity_comparison") if entry["variant"] == AA_VARIANT else None
+            if compared:
+                floor.append({"host": entry["host"], "concurrency": None, "metric": CAPACITY,
+                              "change_pct": compared["change_pct"], "ci_low_pct": None, "ci_high_pct": None,
+                              "confidence": compared["confidence"], "verdict": compared["verdict"],
+                              "reason": compared["reason"]})
+        return floor
     for row in rows:
         if row["variant"] == AA_VARIANT and row.get("vs_baseline"):
             comparison = row["vs_baseline"].get(verdict_metric) or {}
@@ -275,8 +310,9 @@ def build_summary(campaign_dir, cells, verdict_metric="output_throughput", confi
     engines = sorted({c["engine"] for c in cells if c.get("engine")})
     provenance = (cells[0].get("provenance") or {}) if cells else {}
     hosts = sorted({c["host"] for c in cells})
-    summaries = attach_costs(variant_summaries(merged, rows, slo, confidence), rows, merged, slo, cost_per_host_hour)
-    floor = noise_floor(rows, verdict_metric)
+    summaries = attach_costs(variant_summaries(merged, rows, slo, confidence, verdict_metric), rows, merged, slo,
+                             cost_per_host_hour)
+    floor = noise_floor(rows, verdict_metric, summaries)
     aa = aa_hosts(summaries, hosts)
     gate_on_aa(summaries, rows, aa)
     return {

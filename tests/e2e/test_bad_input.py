@@ -31,6 +31,8 @@ def assert_nothing_started(tmp_path):
     (["-e", "tier=1", "-e", '{"campaign_slo": {"p50_ttft_ms": 100}}'], "unknown SLO(s) p50_ttft_ms"),
     (["-e", "tier=1", "-e", '{"campaign_slo": {"p99_ttft_ms": 0}}'], "positive numbers of milliseconds: p99_ttft_ms=0"),
     (["-e", "tier=1", "-e", "campaign_cost_per_host_hour=cheap"], "campaign_cost_per_host_hour must be a positive number"),
+    (["-e", "tier=1", "-e", '{"campaign_verdict_metric": "capacity", "campaign_slo": {}}'],
+     "campaign_verdict_metric: capacity takes each verdict on the variant's capacity under the SLOs"),
 ])
 def test_bad_input_is_refused_before_anything_starts(tmp_path, local_engine, extra, message):
     rc, output = run_playbook(*campaign_args(tmp_path, free_port(), *extra))

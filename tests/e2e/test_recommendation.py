@@ -17,13 +17,24 @@ change is the ratio of the two cells' means, and its interval excludes 0. Runnin
 nothing is measured again, the stack and the baseline beside it included. (A planted loss is left to
 test_verdicts.py: the baseline measured again took its launch.)
 
+The same campaign searches capacity under a tight TTFT SLO (issue 13), with no launch of its own: the slower
+baseline's capacity is found within the search's budget, below restore_seqs', and the report's verdict taken on
+capacity (`fleetopt report --verdict-metric capacity`, on a copy) finds restore_seqs improved.
+
 Cost: 5 engine launches (baseline, the 2 candidates, the baseline again, the stack), one level (concurrency 4)
-each, 3 trials, no A/A, few prompts (SINGLE_LAUNCH, FEW_PROMPTS); the resumed run launches nothing, only
+each, 3 trials, no A/A, few prompts (SINGLE_LAUNCH, FEW_PROMPTS), and one searched level (c=2) for each cell that
+breaks the SLO at c=4 (the baseline and the baseline measured again); the resumed run launches nothing, only
 Ansible's pass over the kept cells. Run once on two otherwise idle cores: 604 s for both runs, each launch ready
 in 46-53 s; the stack measured +144.0 % [+124.2, +163.8] against baseline_stack, which was +1.2 % [-18.8, +21.2]
 against the matrix's baseline (an earlier version, with a planted loss in place of the baseline measured again,
-took 16 minutes on two cores shared with a CI run)."""
+took 16 minutes on two cores shared with a CI run). With the capacity search: 651 s on two cores shared with other
+work (launches ready in 43-53 s); the two searched levels took 36.9 s of runs and added 56 s to the benchmark
+client's wall time over the campaign's cells (244 s against 187 s); capacities: the baseline c=2 (p99 TTFT
+0.93-1.04 s there, 2.63-2.85 s at c=4), the baseline measured again c=2, restore_seqs, two_seqs and the stack at
+least c=4 (the ceiling); on capacity restore_seqs, two_seqs and the stack were improved, the baseline measured
+again inconclusive against the matrix's (both c=2 to c=4, c=3 not measured)."""
 import json
+import shutil
 
 import pytest
 import yaml
@@ -39,11 +50,22 @@ PLANTED = [
 ]
 WEAKENED = {"campaign_server_flags": {"--max-model-len": 1024, "--max-num-seqs": 1},
             "campaign_extra_optimizations": PLANTED}
+# The capacity search, folded into this campaign so that it costs no launch of its own: a tight TTFT SLO that the
+# weakened baseline (one sequence per step: a request waits for the ones before it) holds at c=2 and breaks at c=4,
+# and that restore_seqs holds at c=4. Measured here (p99 TTFT per trial): the baseline 1.07-1.30 s at c=2 and
+# 2.77-3.42 s at c=4, restore_seqs and the stack 0.41-0.56 s at c=4; 1800 ms lies about as far, relatively, from
+# the baseline's means at c=2 and c=4. One level of search per launch, and a ceiling at the planned level: a variant
+# that holds at c=4 stops there (c=8 would cost 32 prompts a trial), one that breaks it measures c=2.
+SLO = {"p99_ttft_ms": 1800}
+SEARCH_LEVELS = 1
+CAPACITY_SEARCH = {"campaign_slo": SLO, "campaign_capacity_search_levels": SEARCH_LEVELS,
+                   "campaign_capacity_max_concurrency": 4}
 
 
 def campaign(base, port):
     return run_fleetopt("run", "--only", ",".join(p["id"] for p in PLANTED), "--recommend",
-                        *isolated(base, port, CAMPAIGN, trials=3, concurrency=(4,)), "-e", json.dumps(WEAKENED))
+                        *isolated(base, port, CAMPAIGN, trials=3, concurrency=(4,)),
+                        "-e", json.dumps(dict(WEAKENED, **CAPACITY_SEARCH)))
 
 
 @pytest.fixture(scope="module")
@@ -77,8 +99,9 @@ def cells_of(measured):
     return {path.stem: json.loads(path.read_text()) for path in (measured["folder"] / "cells" / "localhost").glob("*.json")}
 
 
-def mean_output(cell):
-    runs = [lv["metrics"]["output_throughput"] for lv in cell["levels"] if lv["status"] == "ok" and lv.get("metrics")]
+def mean_output(cell, concurrency=4):
+    runs = [lv["metrics"]["output_throughput"] for lv in cell["levels"]
+            if lv["status"] == "ok" and lv.get("metrics") and lv["concurrency"] == concurrency]
     return sum(runs) / len(runs)
 
 
@@ -105,6 +128,40 @@ def test_the_stack_was_measured_beside_the_baseline_measured_again_after_the_mat
     section = markdown.split("## Campaign")[0]
     assert "**Status: measured as a stack.**" in section
     assert "against the baseline measured again beside it in the stack stage (baseline_stack)" in section
+
+
+def summary_of(folder):
+    return {v["variant"]: v for v in json.loads((folder / "summary.json").read_text())["variants"]}
+
+
+def test_capacity_is_found_within_the_level_budget_and_the_slower_baseline_has_less(measured):
+    cells, variants = cells_of(measured), summary_of(measured["folder"])
+    for name, cell in cells.items():
+        search = cell["benchmark"]["capacity_search"]
+        assert search["budget"] == SEARCH_LEVELS and len(search["levels"]) <= SEARCH_LEVELS, (name, search)
+        assert cell["benchmark"]["slo"] == SLO
+        assert variants[name]["capacity"]["capacity"] is not None, (name, variants[name]["capacity"]["reason"])
+    base, helper = variants["baseline"]["capacity"], variants["restore_seqs"]["capacity"]
+    # The baseline breaks the SLO at c=4 and holds it at c=2, the level its search measured: capacity found.
+    assert cells["baseline"]["benchmark"]["capacity_search"]["levels"] == [2], cells["baseline"]["benchmark"]
+    assert (base["capacity"], base["at_least"], base["searched"]) == (2, False, [2]), base
+    # restore_seqs holds it at c=4, the search's ceiling here: at least c=4.
+    assert cells["restore_seqs"]["benchmark"]["capacity_search"]["stopped_by"] == "ceiling"
+    assert (helper["capacity"], helper["at_least"]) == (4, True), helper
+    assert base["capacity"] < helper["capacity"]
+
+
+def test_the_verdict_taken_on_capacity_finds_the_helper_improved(measured, tmp_path):
+    # The report again on a copy of the campaign, its verdicts on capacity: nothing measured again.
+    copy = tmp_path / CAMPAIGN
+    shutil.copytree(measured["folder"], copy)
+    rc, output = run_fleetopt("report", str(copy), "--verdict-metric", "capacity")
+    assert rc == 0, output[-3000:]
+    helper = summary_of(copy)["restore_seqs"]
+    assert helper["verdict"] == "improved", helper["verdict_reason"]
+    assert [(d["side"], d["concurrency"], d["judged"]) for d in helper["capacity_comparison"]["deciding"]] == [
+        ("variant", 4, "holds"), ("baseline", 4, "breaks")]
+    assert "On capacity under the SLOs" in (copy / "report.md").read_text()
 
 
 def test_a_resumed_campaign_measures_nothing_again_the_stack_included(measured):

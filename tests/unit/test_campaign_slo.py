@@ -1,5 +1,6 @@
 """SLOs are campaign settings: none by default, sensible values on the embedded default, bad input refused
-with a clear message before anything starts (roles/campaign/tasks/slo.yml, run by preflight.yml)."""
+with a clear message before anything starts (roles/campaign/tasks/slo.yml, run by preflight.yml), verdicts on
+capacity without SLOs included."""
 import json
 import os
 import pathlib
@@ -12,10 +13,10 @@ import yaml
 from helpers import ROOT
 
 
-def check(slo):
+def check(slo, **settings):
     env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.posix.json")
     proc = subprocess.run([str(pathlib.Path(sys.executable).parent / "ansible-playbook"), "-i", "localhost,",
-                           "tests/playbooks/check_slo.yml", "-e", json.dumps({"campaign_slo": slo})],
+                           "tests/playbooks/check_slo.yml", "-e", json.dumps(dict(settings, campaign_slo=slo))],
                           cwd=str(ROOT), env=env, capture_output=True, text=True, timeout=120)
     return proc.returncode, proc.stdout + proc.stderr
 
@@ -53,6 +54,14 @@ def test_good_slos_are_normalized_to_milliseconds_as_floats():
 def test_bad_slos_are_refused_with_a_clear_message(slo, message):
     rc, output = check(slo)
     assert rc != 0 and message in output, output[-2000:]
+
+
+def test_verdicts_on_capacity_without_slos_are_refused_with_a_clear_message():
+    rc, output = check({}, campaign_verdict_metric="capacity")
+    assert rc != 0 and "campaign_verdict_metric: capacity takes each verdict on the variant's capacity under the " \
+        "SLOs, and campaign_slo sets none: set SLOs" in output, output[-2000:]
+    rc, output = check({"p99_ttft_ms": 500}, campaign_verdict_metric="capacity")
+    assert rc == 0 and shown(output) == {"p99_ttft_ms": 500.0}, output[-2000:]
 
 
 def test_the_role_knows_the_slos_the_modules_know():
