@@ -68,8 +68,8 @@ def _key_support(key, values, slo, confidence, holds):
         return False, "one run (%s %.1f ms): no interval of the mean" % (LABELS[key], values[0])
     met = sum(1 for v in values if v <= limit)
     if met not in (0, len(values)):
-        return False, "the trials straddle the limit: %d of %d runs met %s" % (met, len(values),
-                                                                              _limit_text(key, slo, "<="))
+        return False, "the trials straddle the limit: %d of %d runs met %s" % (
+            met, len(values), _limit_text(key, slo, "<="))
     described = stats.describe(values, confidence)
     if holds and described["ci_high"] > limit:
         return False, "the interval of the mean of %s, [%.1f, %.1f] ms at %s %% confidence, reaches above the limit " \

@@ -202,9 +202,9 @@ def recommendation_text(proposal):
                   (fmt_change(c["gain"]) or "n/a") + at_level(c["gain"]),
                   fmt_capacity(dict(c["capacity"] or {}, slo=proposal["slo"]))]
                  for c in proposal["candidates"]]
-        lines += [tabulate(table, headers=["candidate", "host", "changes", "%s gain%s" % (
-            proposal["verdict_metric"], "" if proposal["verdict_metric"] == CAPACITY else " [simultaneous CI]"),
-                                           "capacity"], tablefmt="github"), ""]
+        gain = "%s gain%s" % (proposal["verdict_metric"],
+                              "" if proposal["verdict_metric"] == CAPACITY else " [simultaneous CI]")
+        lines += [tabulate(table, headers=["candidate", "host", "changes", gain, "capacity"], tablefmt="github"), ""]
     baseline = (proposal.get("baseline") or {}).get("capacity")
     if proposal["slo"] and baseline:
         lines += ["Baseline capacity under the SLOs (%s): %s (%s)." % (fmt_slo(proposal["slo"]),
