@@ -771,17 +771,14 @@ class Benchmark:
         stopped_by = None
         while stopped_by is None:
             number = len(runs) + 1
+            seed = p["seed"] + WARMUP_SEED_OFFSET + number - 1
             record, self.died, self.timed_out, argv = measure_run(
                 self.module, self.guard, self.adapter, self.env, {"concurrency": concurrency, "warmup_run": number},
-                size, p["seed"] + WARMUP_SEED_OFFSET + number - 1)
-            self.client = self.client or redact_argv(argv, [p["api_key"]] if p["api_key"] else [])
+                size, seed)
             metrics = record.pop("metrics") or {}
-            record.update(seed=p["seed"] + WARMUP_SEED_OFFSET + number - 1,
-                          output_throughput=metrics.get(PRECISION_METRIC), measured_s=metrics.get("duration_s"))
+            record.update(seed=seed, output_throughput=metrics.get(PRECISION_METRIC), measured_s=metrics.get("duration_s"))
             runs.append(record)
-            if record["status"] == "ok":
-                self.served = max(self.served, concurrency)
-            renew(p)
+            self.ran(record, argv)
             stopped_by = why_warmup_stops(runs, p["warmup_settle_pct"], p["max_warmup_runs"], ended=self.ended)
         self.warmup.append(warmup_record(concurrency, runs, stopped_by, p["warmup_settle_pct"], p["max_warmup_runs"],
                                          ended_reason=self.end_reason() if self.ended else None))
@@ -790,12 +787,17 @@ class Benchmark:
         level, self.died, self.timed_out, argv = measure_level(self.module, self.guard, self.adapter,
                                                                concurrency, trial, self.env,
                                                                self.warmups(concurrency, trial), self.sampler)
-        self.client = self.client or redact_argv(argv, [self.p["api_key"]] if self.p["api_key"] else [])
         self.levels.append(level)
-        if level["status"] == "ok":
-            self.served = max(self.served, concurrency)
-        renew(self.p)
+        self.ran(level, argv)
         return level
+
+    def ran(self, run, argv):
+        """What every run of the client leaves, a trial or a warm-up run: the client's command line (its
+        secrets redacted), the level the server has served, a renewed lease."""
+        self.client = self.client or redact_argv(argv, [self.p["api_key"]] if self.p["api_key"] else [])
+        if run["status"] == "ok":
+            self.served = max(self.served, run["concurrency"])
+        renew(self.p)
 
     def measure_runs(self, runs):
         for concurrency, trial in runs:
