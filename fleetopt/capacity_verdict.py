@@ -25,8 +25,9 @@ tests), so those need no adjustment.
 from fleetopt import stats
 from fleetopt.capacity import LABELS
 from fleetopt.formatting import fmt_capacity_with_trials, fmt_confidence
+from fleetopt.verdict_metrics import CAPACITY
 
-METRIC = "capacity"
+METRIC = CAPACITY
 NAMES = ("the variant", "the baseline")
 
 RULES = (

@@ -3,6 +3,7 @@ import argparse
 import sys
 
 from fleetopt.paths import ROOT
+from fleetopt.verdict_metrics import VERDICT_METRICS
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engines import ADAPTERS  # importable once fleetopt.paths ran
 
 
@@ -13,7 +14,7 @@ def build_parser():
     report = sub.add_parser("report", help="merge a campaign's cells into summary.json and report.md")
     report.add_argument("campaign_dir")
     report.add_argument("--latest-link", help="symlink to point at this campaign (e.g. results/latest)")
-    report.add_argument("--verdict-metric", default="output_throughput",
+    report.add_argument("--verdict-metric", default="output_throughput", choices=VERDICT_METRICS,
                         help="metric the verdicts are based on (default: output_throughput), or capacity: each "
                              "variant's capacity under the SLOs against its baseline's (needs SLOs, from the cells "
                              "or --slo)")

@@ -28,10 +28,11 @@ import pathlib
 
 from fleetopt import stats, verdicts
 from fleetopt.capacity import capacity
-from fleetopt.capacity_verdict import METRIC as CAPACITY, compare_capacity
+from fleetopt.capacity_verdict import compare_capacity
 from fleetopt.cost import attach_costs
 from fleetopt.launches import campaign_design, launch_number, merge_launches
 from fleetopt.leftovers import leftover_notes
+from fleetopt.verdict_metrics import CAPACITY, COMPARED_METRICS
 
 SUMMARY_METRICS = (
     "output_throughput", "total_throughput", "request_throughput",
@@ -41,7 +42,6 @@ SUMMARY_METRICS = (
     "completed", "failed", "duration_s", "request_goodput",
     "board_power_w", "output_tokens_per_joule",
 )
-COMPARED_METRICS = ("output_throughput", "total_throughput", "mean_ttft_ms", "p99_ttft_ms", "mean_itl_ms")
 BASELINE = "baseline"
 AA_VARIANT = "baseline_aa"
 

@@ -69,3 +69,21 @@ def test_the_role_knows_the_slos_the_modules_know():
     from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engine import SLO_KEYS
     role_vars = yaml.safe_load((ROOT / "roles/campaign/vars/main.yml").read_text())
     assert tuple(role_vars["_campaign_slo_keys"]) == SLO_KEYS
+
+
+def test_an_unknown_verdict_metric_is_refused_with_the_known_ones():
+    rc, output = check({}, campaign_verdict_metric="mean_tpot_ms")
+    assert rc != 0 and "campaign_verdict_metric mean_tpot_ms is not a metric fleetopt judges; known: " \
+        "output_throughput, total_throughput, mean_ttft_ms, p99_ttft_ms, mean_itl_ms, capacity" in output, output[-2000:]
+    rc, output = check({}, campaign_verdict_metric="p99_ttft_ms")
+    assert rc == 0, output[-2000:]
+
+
+def test_the_role_knows_the_metrics_the_summary_judges():
+    from fleetopt.summary import CAPACITY, COMPARED_METRICS
+    from fleetopt.verdict_metrics import VERDICT_METRICS
+    known = yaml.safe_load((ROOT / "roles/campaign/vars/main.yml").read_text())["_campaign_verdict_metrics"]
+    assert known == list(COMPARED_METRICS) + [CAPACITY] == list(VERDICT_METRICS)
+    spec = yaml.safe_load((ROOT / "roles/campaign/meta/argument_specs.yml").read_text())["argument_specs"]
+    for entry in ("main", "report"):
+        assert spec[entry]["options"]["campaign_verdict_metric"]["choices"] == known

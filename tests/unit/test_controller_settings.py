@@ -36,12 +36,12 @@ def shown(tasks):
 
 def test_the_fleets_group_vars_reach_the_controllers_plays(tmp_path):
     rc, tasks = resolve(tmp_path, {"campaign_results_dir": "/srv/fleetopt/results", "campaign_min_effect_pct": 7.5,
-                                   "campaign_verdict_metric": "mean_tpot_ms", "campaign_confidence": 0.99})
+                                   "campaign_verdict_metric": "p99_ttft_ms", "campaign_confidence": 0.99})
     assert rc == 0, tasks
     settings = shown(tasks)
     assert settings["results_dir"] == "/srv/fleetopt/results"
     assert float(settings["min_effect_pct"]) == 7.5 and float(settings["confidence"]) == 0.99
-    assert settings["verdict_metric"] == "mean_tpot_ms"
+    assert settings["verdict_metric"] == "p99_ttft_ms"
     assert int(settings["min_free_mb"]) > 0, "a setting the fleet leaves out keeps the role's default"
 
 

@@ -4,6 +4,8 @@ import argparse
 import json
 import re
 
+import pytest
+
 from fleetopt import report
 from fleetopt.cli import build_parser
 from test_capacity_verdict import FAST, SLO, SLOW, ladder
@@ -37,6 +39,12 @@ def test_the_cli_takes_capacity_as_the_verdict_metric():
     args = build_parser().parse_args(["report", "results/x", "--verdict-metric", "capacity"])
     assert args.verdict_metric == "capacity"
     assert "capacity" in build_parser()._subparsers._group_actions[0].choices["report"].format_help()
+
+
+def test_the_cli_refuses_an_unknown_verdict_metric(capsys):
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["report", "results/x", "--verdict-metric", "mean_tpot_ms"])
+    assert "invalid choice: 'mean_tpot_ms'" in capsys.readouterr().err
 
 
 def test_markdown_states_the_rule_and_each_variants_capacity_against_the_baseline(tmp_path, capsys):
