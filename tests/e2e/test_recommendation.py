@@ -11,8 +11,9 @@ campaign_server_flags) and measured at concurrency 4, where vLLM would batch all
   and the test checks that reason;
 - the catalog's own omp_threads_unbound (`VLLM_CPU_OMP_THREADS_BIND=nobind`) clearly hurts on two
   cores: the model's OpenMP threads, no longer pinned to the core vLLM leaves the API server, compete with it and
-  with the benchmark client (measured here: -35 % at c=4, -38 % at c=2, regressed at both). It is left out as
-  regressed, and its environment is not in the recommended inventory.
+  with the benchmark client (measured here: -35 % at c=4, -38 % at c=2, regressed at both; in a second run -31 %
+  and -19 %, inconclusive beside a baseline whose trials spread by 17 %). It is left out for its own verdict,
+  slower than the baseline at every level, and its environment is not in the recommended inventory.
 
 The recommendation holds the helper alone and leaves out the conflicting one and the loss; the stack stage measures the
 helper again in a launch of its own (the stacked variant, composing restore_seqs) beside the baseline measured
@@ -27,7 +28,8 @@ capacity (`fleetopt report --verdict-metric capacity`, on a copy) finds restore_
 Cost: 6 engine launches (baseline, the 3 candidates, the baseline again, the stack), one level (concurrency 4)
 each, 3 trials, no A/A, few prompts (SINGLE_LAUNCH, FEW_PROMPTS), and one searched level (c=2) for each cell that
 breaks the SLO at c=4 (the baseline, the planted loss and the baseline measured again); the resumed run launches
-nothing, only Ansible's pass over the kept cells. With the planted loss: 793 s on two otherwise idle cores. Run once on two otherwise idle cores: 604 s for both runs, each launch ready
+nothing, only Ansible's pass over the kept cells. With the planted loss: 793 s and 646 s on two otherwise idle
+cores. Run once on two otherwise idle cores: 604 s for both runs, each launch ready
 in 46-53 s; the stack measured +144.0 % [+124.2, +163.8] against baseline_stack, which was +1.2 % [-18.8, +21.2]
 against the matrix's baseline (an earlier version, with a planted loss in place of the baseline measured again,
 took 16 minutes on two cores shared with a CI run). With the capacity search: 651 s on two cores shared with other
@@ -90,10 +92,15 @@ def test_the_recommendation_holds_the_helper_and_leaves_out_the_conflict_with_th
     assert recommendation["inventory"]["campaign_server_flags"]["--max-num-seqs"] == 4
     out = {entry["id"]: entry for entry in recommendation["left_out"]}
     assert set(out) == {"two_seqs", LOSS}, out
-    assert out[LOSS]["why"] == "regressed", out[LOSS]
     assert "VLLM_CPU_OMP_THREADS_BIND" not in recommendation["inventory"].get("campaign_server_env", {}), recommendation
-    verdict = next(v["verdict"] for v in json.loads((measured["folder"] / "summary.json").read_text())["variants"]
-                   if v["variant"] == "two_seqs")
+    variants = summary_of(measured["folder"])
+    # The loss is left out for its own verdict and measured slower than the baseline at every level: regressed in
+    # one run here (-35 % at c=4, -38 % at c=2); in another the weakened baseline's own 3 trials spread by 17 % and
+    # the loss (-31 % at c=4, -19 % at c=2) stayed inconclusive, which is the verdict the rule owes such noise.
+    assert out[LOSS]["why"] in ("regressed", "inconclusive") and out[LOSS]["why"] == variants[LOSS]["verdict"], out[LOSS]
+    changes = [level["change"]["change_pct"] for level in variants[LOSS]["levels"]]
+    assert changes and all(change < 0 for change in changes), variants[LOSS]["levels"]
+    verdict = variants["two_seqs"]["verdict"]
     if verdict == "improved":
         assert out["two_seqs"]["why"] == "conflicting" and "restore_seqs" in out["two_seqs"]["reason"] \
             and "--max-num-seqs" in out["two_seqs"]["reason"], out
@@ -172,10 +179,18 @@ def test_the_verdict_taken_on_capacity_finds_the_helper_improved(measured, tmp_p
     rc, output = run_fleetopt("report", str(copy), "--verdict-metric", "capacity")
     assert rc == 0, output[-3000:]
     helper = summary_of(copy)["restore_seqs"]
+    assert "On capacity under the SLOs" in (copy / "report.md").read_text()
+    if helper["verdict"] == "inconclusive":
+        # Seen once here: the weakened baseline's p99 TTFT at c=4 spread from 1.49 to 2.17 s over its 3 trials,
+        # straddling the 1800 ms SLO. The rule then does not take the judgement that decides the verdict, and
+        # says what the means alone would give.
+        reason = helper["verdict_reason"]
+        assert reason.startswith("on the means it would be improved") and "is not firm: the baseline at c=4" in reason \
+            and "the trials straddle the limit" in reason, reason
+        return
     assert helper["verdict"] == "improved", helper["verdict_reason"]
     assert [(d["side"], d["concurrency"], d["judged"]) for d in helper["capacity_comparison"]["deciding"]] == [
         ("variant", 4, "holds"), ("baseline", 4, "breaks")]
-    assert "On capacity under the SLOs" in (copy / "report.md").read_text()
 
 
 def test_a_resumed_campaign_measures_nothing_again_the_stack_included(measured):
