@@ -11,9 +11,10 @@ campaign_server_flags) and measured at concurrency 4, where vLLM would batch all
   and the test checks that reason;
 - the catalog's own omp_threads_unbound (`VLLM_CPU_OMP_THREADS_BIND=nobind`) clearly hurts on two
   cores: the model's OpenMP threads, no longer pinned to the core vLLM leaves the API server, compete with it and
-  with the benchmark client (measured here: -35 % at c=4, -38 % at c=2, regressed at both; in a second run -31 %
-  and -19 %, inconclusive beside a baseline whose trials spread by 17 %). It is left out for its own verdict,
-  slower than the baseline at every level, and its environment is not in the recommended inventory.
+  with the benchmark client. Measured here at c=4 and c=2: -35 % and -38 %, regressed; -31 % and -19 %,
+  inconclusive beside a baseline whose trials spread by 17 %; -14 % and -7 %, inconclusive, in a run whose
+  baseline measured again at the end was 15-23 % faster than the matrix's first launch. So it is left out for its
+  own verdict, slower than the baseline at every level, and its environment is not in the recommended inventory.
 
 The recommendation holds the helper alone and leaves out the conflicting one and the loss; the stack stage measures the
 helper again in a launch of its own (the stacked variant, composing restore_seqs) beside the baseline measured
@@ -28,8 +29,8 @@ capacity (`fleetopt report --verdict-metric capacity`, on a copy) finds restore_
 Cost: 6 engine launches (baseline, the 3 candidates, the baseline again, the stack), one level (concurrency 4)
 each, 3 trials, no A/A, few prompts (SINGLE_LAUNCH, FEW_PROMPTS), and one searched level (c=2) for each cell that
 breaks the SLO at c=4 (the baseline, the planted loss and the baseline measured again); the resumed run launches
-nothing, only Ansible's pass over the kept cells. With the planted loss: 793 s and 646 s on two otherwise idle
-cores. Run once on two otherwise idle cores: 604 s for both runs, each launch ready
+nothing, only Ansible's pass over the kept cells. With the planted loss: 793, 646 and 661 s on two otherwise
+idle cores. Run once on two otherwise idle cores: 604 s for both runs, each launch ready
 in 46-53 s; the stack measured +144.0 % [+124.2, +163.8] against baseline_stack, which was +1.2 % [-18.8, +21.2]
 against the matrix's baseline (an earlier version, with a planted loss in place of the baseline measured again,
 took 16 minutes on two cores shared with a CI run). With the capacity search: 651 s on two cores shared with other
