@@ -4,8 +4,9 @@
 While a task runs, ansible-playbook's main process waits for its worker by polling, sleeping
 `internal_poll_interval` between checks. Under the free strategy that optimize.yml's fleet play uses,
 each check walks the hosts (ansible/plugins/strategy/free.py); at Ansible's default, 0.001 s, that keeps
-about a fifth of a core busy for the whole wait (py-spy on a campaign's ansible-playbook: 21 %). On the embedded default the controller is
-the measured host, so during every benchmark run that CPU is taken from the engine and its client.
+about a fifth of a core busy for the whole wait (py-spy on a campaign's ansible-playbook: 21 %). On the
+embedded default the controller is the measured host, so during every benchmark run that CPU is taken
+from the engine and its client.
 
 Runs, under the checkout's ansible.cfg and under the same file with Ansible's default interval (the
 reference, measured in the same run):
@@ -53,10 +54,15 @@ def write_play(folder, tasks):
     return path
 
 
-def config_with(interval, folder):
-    """The checkout's ansible.cfg with internal_poll_interval set (None: Ansible's default)."""
+def checkout_config():
     parser = configparser.ConfigParser(interpolation=None)
     parser.read(ROOT / "ansible.cfg")
+    return parser
+
+
+def config_with(interval, folder):
+    """The checkout's ansible.cfg with internal_poll_interval set (None: Ansible's default)."""
+    parser = checkout_config()
     if interval is None:
         parser.remove_option("defaults", "internal_poll_interval")
     else:
@@ -99,12 +105,6 @@ def measure(config, folder, seconds, tasks, repeat):
     return statistics.median(waiting), statistics.median(per_task)
 
 
-def checkout_interval():
-    parser = configparser.ConfigParser(interpolation=None)
-    parser.read(ROOT / "ansible.cfg")
-    return parser.getfloat("defaults", "internal_poll_interval", fallback=ANSIBLE_DEFAULT)
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=int, default=20, help="how long the waited-on task sleeps")
@@ -112,7 +112,7 @@ def main():
     parser.add_argument("--repeat", type=int, default=2, help="runs of each measurement (medians are printed)")
     args = parser.parse_args()
     folder = pathlib.Path(tempfile.mkdtemp(prefix="fleetopt-poll-"))
-    ours = checkout_interval()
+    ours = checkout_config().getfloat("defaults", "internal_poll_interval", fallback=ANSIBLE_DEFAULT)
     print("load average before: %s" % " ".join(open("/proc/loadavg").read().split()[:3]))
     results = {}
     for name, interval in (("Ansible's default", None), ("this checkout", ours)):
