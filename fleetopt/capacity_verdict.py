@@ -4,8 +4,10 @@ Capacity (fleetopt.capacity) is a level, not a sample: the highest measured conc
 holds on the mean of the runs' p99 figures. There is no interval of a change to read a verdict from, so the
 comparison is one of level judgements, the ones that decide it:
 
-- improved: the variant holds every SLO at the level where the baseline first broke one (or, not measured
-  there, at a level above it within its own capacity), the two sides at that level judged firmly;
+- improved: the variant holds every SLO at a level where the baseline broke one (or, not measured there, at a
+  level above it within its own capacity), the two sides judged firmly. Each level the baseline broke gives such a
+  pair of judgements, the lowest first; the first pair judged firmly decides, every judgement at the confidence
+  adjusted for the number of pairs (Bonferroni), since taking the first firm one of several is a union of tests;
 - regressed: the same with the two sides exchanged;
 - neutral: both hold every SLO at the same level and both break one at the next level up, its neighbour (c+1),
   the four judgements firm: the same capacity to the unit;
@@ -34,8 +36,9 @@ RULES = (
     "On capacity under the SLOs (campaign_verdict_metric: capacity): each variant's capacity against its own "
     "baseline's on the same host (a stack measured after the matrix against the baseline measured again beside it in "
     "its stage). A capacity is a level, not a sample, so the verdict rests on the level judgements that decide it. "
-    "improved / regressed: the variant holds every SLO at the level where the baseline first broke one (or at a level "
-    "above it within its capacity), or the reverse; neutral: both hold every SLO at the same level and both break one "
+    "improved / regressed: the variant holds every SLO at a level where the baseline broke one (or at a level above it "
+    "within its capacity), or the reverse; where the baseline broke several levels, the first such pair of judgements "
+    "that is firm decides, each judgement at the confidence adjusted for the pairs (Bonferroni); neutral: both hold every SLO at the same level and both break one "
     "at the next level up, its neighbour (the same capacity to the unit). Each of those judgements must be firm: two "
     "or more runs there, none failed, every run on the judged side of the limit, and the t interval of the mean of "
     "that p99 figure at %d %% confidence on that side too (for a level that breaks an SLO, simultaneous over the SLOs: "
@@ -177,24 +180,26 @@ def _open(variant, baseline, names):
     return text
 
 
-def _plan(variant, baseline):
-    """(verdict on the means, [(side, level)]) of the judgements that decide it, or (None, None) when none can."""
+def _plans(variant, baseline):
+    """(verdict on the means, [[(side, level)], ...]): each plan a set of judgements that would decide it, the tightest
+    first; (None, []) when none can. Improved: for each level where the baseline broke the SLOs, from the lowest up,
+    the variant holding a level at or above it within its own capacity; regressed the same, exchanged."""
+    for verdict, breaker, holder in (("improved", baseline, variant), ("regressed", variant, baseline)):
+        plans = []
+        for broken in [lv for lv in breaker.get("levels") or [] if not lv["holds"]]:
+            held = _held_from(holder, broken["concurrency"])
+            if held is not None:
+                plans.append([(0, held), (1, broken)] if holder is variant else [(0, broken), (1, held)])
+        if plans:
+            return verdict, plans
     v_broken, b_broken = _broken_level(variant), _broken_level(baseline)
-    if b_broken is not None:
-        held = _held_from(variant, b_broken["concurrency"])
-        if held is not None:
-            return "improved", [(0, held), (1, b_broken)]
-    if v_broken is not None:
-        held = _held_from(baseline, v_broken["concurrency"])
-        if held is not None:
-            return "regressed", [(0, v_broken), (1, held)]
     same = variant["capacity"] is not None and variant["capacity"] == baseline["capacity"]
     if same and v_broken is not None and b_broken is not None and \
             v_broken["concurrency"] == b_broken["concurrency"] == variant["capacity"] + 1:
         at = {side: {lv["concurrency"]: lv for lv in found["levels"]} for side, found in enumerate((variant, baseline))}
-        return "neutral", [(0, at[0][variant["capacity"]]), (1, at[1][variant["capacity"]]), (0, v_broken),
-                           (1, b_broken)]
-    return None, None
+        return "neutral", [[(0, at[0][variant["capacity"]]), (1, at[1][variant["capacity"]]), (0, v_broken),
+                            (1, b_broken)]]
+    return None, []
 
 
 def _decided(verdict, deciding, names, found_v, found_b):
@@ -233,12 +238,17 @@ def compare_capacity(variant, baseline, confidence=stats.DEFAULT_CONFIDENCE, bas
         if not found.get("levels"):
             result["reason"] = "%s has no capacity: %s" % (name, found.get("reason") or "nothing was measured")
             return result
-    verdict, plan = _plan(variant, baseline)
+    verdict, plans = _plans(variant, baseline)
     if verdict is None:
         result["reason"] = _open(variant, baseline, names)
         return result
+    # Several pairs of levels could each decide it: the one taken is the first whose judgements are all firm, so each
+    # is judged at the confidence adjusted for the pairs tried (Bonferroni).
+    level_confidence = stats.bonferroni(confidence, len(plans))
     sides = ("variant", "baseline")
-    deciding = [dict(level_support(level, slo, confidence), side=sides[side], name=names[side]) for side, level in plan]
+    judged = [[dict(level_support(level, slo, level_confidence), side=sides[side], name=names[side])
+               for side, level in plan] for plan in plans]
+    deciding = next((plan for plan in judged if all(d["firm"] for d in plan)), judged[0])
     result["deciding"] = [{k: v for k, v in d.items() if k != "name"} for d in deciding]
     if all(d["firm"] for d in deciding):
         result["verdict"] = verdict
@@ -249,4 +259,7 @@ def compare_capacity(variant, baseline, confidence=stats.DEFAULT_CONFIDENCE, bas
         verdict, _bracket(variant, names[0]), _bracket(baseline, names[1]),
         "the judgement that decides it is" if len(weak) == 1 else "the judgements that decide it are",
         "; ".join("%s at c=%s (%s): %s" % (d["name"], d["concurrency"], d["judged"], d["why"]) for d in weak))
+    if len(plans) > 1:
+        result["reason"] += " (nor were those of the %d other pair(s) of levels that could decide it, each judged at " \
+                            "%s %% confidence)" % (len(plans) - 1, fmt_confidence(level_confidence))
     return result

@@ -77,6 +77,28 @@ def test_trials_straddling_the_slo_leave_the_level_judged_on_the_mean_only():
     assert "the trials straddle the limit" in found["reason"] and "1 of 3 runs" in found["reason"]
 
 
+def test_a_straddled_first_break_gives_way_to_a_higher_level_both_sides_judge_firmly():
+    # The baseline's search measured c=3 between its c=2 (held) and c=4 (broken): its runs at c=3 straddle the SLO,
+    # but it breaks c=4 in every run, where the variant holds it in every run. Two pairs of levels could decide:
+    # (variant c=4, baseline c=3) and (variant c=4, baseline c=4), each judged at 97.5 % (Bonferroni over the two).
+    base = cap((2, FAST), (3, (900.0, 1200.0, 1300.0)), (4, SLOW))
+    found = compare_capacity(cap((4, FAST)), base)
+    assert found["verdict"] == "improved", found["reason"]
+    assert [(d["side"], d["concurrency"], d["judged"], d["firm"]) for d in found["deciding"]] == [
+        ("variant", 4, "holds", True), ("baseline", 4, "breaks", True)]
+    assert all(d["confidence"] == pytest.approx(0.975) for d in found["deciding"])
+    assert found["baseline"]["capacity"] == 2
+
+
+def test_no_firm_pair_among_several_reports_the_tightest_and_counts_the_others():
+    base = cap((2, FAST), (3, (900.0, 1200.0, 1300.0)), (4, (950.0, 1500.0, 1600.0)))
+    found = compare_capacity(cap((4, FAST)), base)
+    assert found["verdict"] == "inconclusive"
+    assert "the baseline at c=3 (breaks): the trials straddle the limit: 1 of 3 runs" in found["reason"], found["reason"]
+    assert "nor were those of the 1 other pair(s) of levels that could decide it, each judged at 97.5 % confidence" \
+        in found["reason"], found["reason"]
+
+
 def test_an_interval_of_the_mean_that_reaches_over_the_limit_is_not_firm():
     # Both runs break the SLO, but two runs this far apart give an interval of the mean that reaches below it.
     support = level_support(cap((4, (1100.0, 1900.0)))["levels"][0], SLO, 0.95)
