@@ -14,12 +14,17 @@ nothing never passes. Hosts are matched by their inventory name (the `host` of e
 A compared row whose interval can neither show a regression nor equivalence within the
 threshold is `inconclusive`: it is reported, and fails the gate only when asked
 (`fail_on_inconclusive`, `fleetopt run --fail-on-inconclusive`). The intervals of a variant's
-levels on a host are simultaneous over those levels (Bonferroni), as in the summary.
+levels on a host are simultaneous over those levels (Bonferroni), as in the summary. As in the
+summary, the launch is the unit where a configuration of the host was launched twice at a level (in
+either campaign): the two campaigns' launch means, their spread pooled over both campaigns'
+configurations there. Two campaigns are two launches at least, so a comparison over trials would
+take a launch's offset for a regression.
 """
 import json
 import pathlib
 
 from fleetopt import stats
+from fleetopt.summary import launch_means, pooled_launch_variances
 
 
 def load_summary(path):
@@ -49,7 +54,14 @@ def parse_host_map(pairs):
     return mapping
 
 
-def _compare(row, ref, threshold_pct, metric, family_size=1):
+def _compare(row, ref, threshold_pct, metric, family_size=1, pooled=None):
+    """The row against the reference's: over launch means where either campaign launched a configuration of the
+    host twice at the level (`pooled`: summary.pooled_launch_variances over both), else over trials."""
+    spread = (pooled or {}).get((row["host"], row["concurrency"], metric))
+    if spread is not None:
+        return stats.compare_launches(launch_means(row, metric), launch_means(ref, metric), spread,
+                                      stats.HIGHER_IS_BETTER[metric], min_effect_pct=threshold_pct,
+                                      family_size=family_size)
     now_samples = (row.get("samples") or {}).get(metric) or [(row.get("metrics") or {}).get(metric)]
     ref_samples = (ref.get("samples") or {}).get(metric) or [(ref.get("metrics") or {}).get(metric)]
     return stats.compare(now_samples, ref_samples, stats.HIGHER_IS_BETTER[metric], min_effect_pct=threshold_pct,
@@ -75,6 +87,9 @@ def evaluate(current, reference, threshold_pct, metric="output_throughput", host
     current_hosts = sorted({row["host"] for row in current["cells"]})
 
     wanted = [r for r in reference["cells"] if r["status"] == "ok"]
+    pooled = pooled_launch_variances(
+        [r for r in current["cells"] if "samples" in r]
+        + [dict(r, host=host_map.get(r["host"], r["host"])) for r in wanted if "samples" in r])
     family = {}
     for ref in wanted:
         key = (host_map.get(ref["host"], ref["host"]), ref["variant"])
@@ -112,7 +127,7 @@ def evaluate(current, reference, threshold_pct, metric="output_throughput", host
                                          "concurrency": ref["concurrency"], "status": row["status"],
                                          "reason": row.get("reason"), "rows": 1})
             continue
-        comparison = _compare(row, ref, threshold_pct, metric, family.get((host, ref["variant"]), 1))
+        comparison = _compare(row, ref, threshold_pct, metric, family.get((host, ref["variant"]), 1), pooled)
         if comparison is None:
             result["uncompared"].append({"kind": "not_comparable", "host": host, "variant": ref["variant"],
                                          "concurrency": ref["concurrency"], "metric": metric, "rows": 1})

@@ -65,7 +65,7 @@ from fleetopt.files import write_atomically
 from fleetopt.launches import launch_details, merge_launches
 from fleetopt import stats
 from fleetopt.capacity_verdict import METRIC as CAPACITY, compare_capacity
-from fleetopt.summary import AA_VARIANT, BASELINE, COMPARED_METRICS
+from fleetopt.summary import AA_VARIANT, BASELINE, COMPARED_METRICS, launch_means, pooled_launch_variances
 from fleetopt.verdicts import apply_aa_gate, overall_verdict
 
 # Makes the collection's module_utils importable.
@@ -291,8 +291,9 @@ def _comparison_text(variant, mine, other, theirs):
 
 def _versus(summary, host, variant, other, metric):
     """`variant` against `other` on `host`, level by level (simultaneous over the levels), and its verdict: directly
-    when both were compared with the same baseline (Welch), else through their effects, each against the baseline
-    of its own stage (stats.compare_effects), never one stage's measurement against another's."""
+    when both were compared with the same baseline, else through their effects, each against the baseline of its
+    own stage (stats.compare_effects), never one stage's measurement against another's. The launch is the unit
+    where the summary's was (some configuration of the host launched twice at the level), else the trial."""
     settings = summary.get("settings") or {}
     mine, theirs = _reference(summary, host, variant), _reference(summary, host, other)
     needed = [variant, other] if mine == theirs else [variant, mine, other, theirs]
@@ -303,10 +304,16 @@ def _versus(summary, host, variant, other, metric):
             "confidence": settings.get("confidence", stats.DEFAULT_CONFIDENCE),
             "min_effect_pct": settings.get("min_effect_pct", stats.DEFAULT_MIN_EFFECT_PCT), "family_size": len(shared)}
     compare = stats.compare if mine == theirs else stats.compare_effects
+    by_launch = stats.compare_launches if mine == theirs else stats.compare_effects_launches
+    pooled = pooled_launch_variances([r for r in summary["cells"] if r["host"] == host])
     levels = []
     for concurrency in shared:
         samples = [(rows[(name, concurrency)].get("samples") or {}).get(metric) for name in needed]
-        found = compare(*samples, **rule) if all(samples) else None
+        spread = pooled.get((host, concurrency, metric))
+        if spread is not None and all(samples):
+            found = by_launch(*[launch_means(rows[(name, concurrency)], metric) for name in needed], spread, **rule)
+        else:
+            found = compare(*samples, **rule) if all(samples) else None
         if found is None:
             levels.append({"concurrency": concurrency, "verdict": None, "change_pct": 0.0, "ci_low_pct": None,
                            "ci_high_pct": None, "confidence": None,

@@ -24,7 +24,7 @@ from fleetopt.html_report import write_html_report
 from fleetopt.launches import describe_design
 from fleetopt.llmd_export import write_llmd_reports
 from fleetopt.recommend import STATUS_PROPOSED, recommend, write_recommendation
-from fleetopt.summary import build_summary, load_cells
+from fleetopt.summary import UNITS_OF_REPLICATION, build_summary, load_cells
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engine import SLO_KEYS  # fleetopt.recommend set the path
 
 CSV_METRICS = ("output_throughput", "total_throughput", "mean_ttft_ms", "p99_ttft_ms", "mean_itl_ms")
@@ -82,13 +82,14 @@ def verdict_rules(settings):
     return (
         "Against the same host's baseline on %s (a stack measured after the matrix against the baseline measured "
         "again beside it in its stage: the matrix's could be hours old), from the interval of the relative change "
-        "(Welch) at %d %% "
-        "confidence; intervals are simultaneous over the m levels (Bonferroni) a variant was compared at, so "
+        "(%s) at %d %% confidence; intervals are simultaneous over the m levels (Bonferroni) a variant was compared at, so "
         "each level's interval is at 1 - %.2f/m. improved / regressed: the interval excludes 0 and the change "
         "is at least %.1f %%; neutral: the whole interval lies inside ±%.1f %%; otherwise inconclusive (the "
         "reason names the interval, the spread and the trials). A level the variant failed while the baseline "
         "measured counts as failed: mixed with an improved level, regressed without." % (
-            settings["verdict_metric"], round(settings["confidence"] * 100), 1 - settings["confidence"],
+            settings["verdict_metric"], "over launch means, their spread pooled over the host's configurations at "
+            "that level" if settings.get("unit_of_replication") == "launch" else "Welch, over trials",
+            round(settings["confidence"] * 100), 1 - settings["confidence"],
             settings["min_effect_pct"], settings["min_effect_pct"]))
 
 
@@ -223,7 +224,9 @@ def recommendation_text(proposal):
 
 def design_text(settings):
     text = describe_design(settings.get("design"))
-    return "Design: %s" % text if text else "Design: one server launch per variant."
+    text = "Design: %s" % text if text else "Design: one server launch per variant."
+    unit = UNITS_OF_REPLICATION.get(settings.get("unit_of_replication"))
+    return "%s Unit of replication: %s." % (text if text.endswith(".") else text + ".", unit) if unit else text
 
 
 def aa_text(summary):

@@ -13,6 +13,14 @@ variances) and the minimum effect:
 The confidence of each interval is adjusted for the family of levels it is judged with
 (Bonferroni: 1 - (1 - confidence) / m), so that m levels together keep the stated confidence.
 
+Where some configuration of a host was launched more than once at a level, the launch is the unit
+of replication (compare_launches): trials of one launch share that launch's offset (memory layout,
+KV pool, clocks, the host's drift between launches), so pooling them as independent would make the
+interval too narrow. Each side is the mean of its launch means, and the spread of a launch mean, on
+the log scale, is pooled over every configuration measured at that level on that host
+(pooled_launch_variance), so that two launches per configuration still give an interval with
+several degrees of freedom. With one launch everywhere, the trials are the unit (compare).
+
 Two configurations measured in different stages of a campaign, each beside a baseline of its own
 (the recommendation's stack stage), are compared through their effects (compare_effects): the ratio
 of the two gains, so that a drift of the host between the stages cancels as far as it scales a
@@ -132,6 +140,86 @@ def compare(variant, baseline, higher_is_better=True, confidence=DEFAULT_CONFIDE
                       p_value=float(test.pvalue), tested=True)
     result["significant"] = bool(result["ci_low_pct"] > 0 or result["ci_high_pct"] < 0)
     result["verdict"], result["reason"] = _judge(result, higher_is_better, min_effect_pct, _spread(result, len(a), len(b)))
+    return result
+
+
+def pooled_launch_variance(groups):
+    """The variance of one launch's mean on the log scale, pooled over configurations, and its degrees of
+    freedom: `groups` holds, per configuration, the means of its launches; a configuration with fewer than two
+    positive means adds nothing. None when none had two. On the log scale, configurations of different speeds pool
+    their relative spread."""
+    squares, df = 0.0, 0
+    for means in groups:
+        logs = np.log([m for m in _finite(means) if m > 0])
+        if logs.size >= 2:
+            squares += float(((logs - logs.mean()) ** 2).sum())
+            df += int(logs.size) - 1
+    return None if df == 0 else (squares / df, df)
+
+
+def _launch_result(log_ratio, launches, pooled, higher_is_better, confidence, min_effect_pct, family_size, spread):
+    """compare()'s keys and verdict for a change of `log_ratio` measured through sides of `launches` launches each,
+    each launch mean with the pooled variance `pooled` (variance, degrees of freedom) on the log scale."""
+    variance, df = pooled
+    level = bonferroni(confidence, family_size)
+    change = math.expm1(log_ratio) * 100.0
+    launch_cv = math.sqrt(math.expm1(variance)) * 100.0
+    result = {"change_pct": change, "ci_low_pct": change, "ci_high_pct": change, "p_value": 0.0 if change else 1.0,
+              "significant": False, "tested": True, "verdict": "inconclusive", "reason": None, "confidence": level,
+              "compared": "launches", "launch_cv_pct": launch_cv, "launch_df": df}
+    se = math.sqrt(variance * sum(1.0 / n for n in launches))
+    if se > 0:
+        half = float(stats.t.ppf(1 - (1 - level) / 2, df)) * se
+        result.update(ci_low_pct=math.expm1(log_ratio - half) * 100.0, ci_high_pct=math.expm1(log_ratio + half) * 100.0,
+                      p_value=float(2 * stats.t.sf(abs(log_ratio) / se, df)))
+    result["significant"] = bool(result["ci_low_pct"] > 0 or result["ci_high_pct"] < 0)
+    spread += "; launch-to-launch CV %.1f %%, pooled over this host's configurations at this level (%d degree(s) " \
+              "of freedom)" % (launch_cv, df)
+    result["verdict"], result["reason"] = _judge(result, higher_is_better, min_effect_pct, spread)
+    return result
+
+
+def _positive(values):
+    return [m for m in _finite(values) if m > 0]
+
+
+def compare_launches(variant, baseline, pooled, higher_is_better=True, confidence=DEFAULT_CONFIDENCE,
+                     min_effect_pct=DEFAULT_MIN_EFFECT_PCT, family_size=1):
+    """Relative change of `variant` against `baseline`, given as their launch means, with the launch as the unit.
+
+    The change is the ratio of the geometric means of the launch means (the scale the spread is pooled on); its
+    interval is a t interval on the log scale whose standard error is the pooled launch variance (`pooled`:
+    pooled_launch_variance's result) over each side's launches, with the pooled degrees of freedom, at `confidence`
+    adjusted for `family_size` intervals. With the two sides as the only configurations pooled, this is Student's
+    pooled two-sample interval on the logs. The result has compare()'s keys and verdict rule; None when a side has
+    no value.
+    """
+    a, b = _positive(variant), _positive(baseline)
+    if not a or not b:
+        return None
+    log_ratio = float(np.mean(np.log(a)) - np.mean(np.log(b)))
+    result = _launch_result(log_ratio, (len(a), len(b)), pooled, higher_is_better, confidence, min_effect_pct,
+                            family_size, "launch means: variant %d launch(es), baseline %d" % (len(a), len(b)))
+    result.update(cv_variant_pct=cv_pct(a), cv_baseline_pct=cv_pct(b), launches_variant=len(a),
+                  launches_baseline=len(b))
+    return result
+
+
+def compare_effects_launches(variant, variant_baseline, other, other_baseline, pooled, higher_is_better=True,
+                             confidence=DEFAULT_CONFIDENCE, min_effect_pct=DEFAULT_MIN_EFFECT_PCT, family_size=1):
+    """compare_effects with the launch as the unit: each side given as its launch means, the ratio of the two gains
+    (geometric means) with a t interval on the log scale from the pooled launch variance over all four sides'
+    launches. None when a side has no value."""
+    sides = [_positive(side) for side in (variant, variant_baseline, other, other_baseline)]
+    if not all(sides):
+        return None
+    logs = [float(np.mean(np.log(side))) for side in sides]
+    result = _launch_result((logs[0] - logs[1]) - (logs[2] - logs[3]), [len(side) for side in sides], pooled,
+                            higher_is_better, confidence, min_effect_pct, family_size,
+                            "launch means: %s launch(es) (variant, its baseline, the other, its baseline)"
+                            % ", ".join(str(len(side)) for side in sides))
+    result.update(cv_variant_pct=cv_pct(sides[0]), cv_baseline_pct=cv_pct(sides[2]),
+                  cv_stage_baselines_pct=[cv_pct(sides[1]), cv_pct(sides[3])], compared="effects of launches")
     return result
 
 

@@ -105,6 +105,7 @@ def cell_rows(cell, confidence):
             goodput_slo=((cell.get("benchmark") or {}).get("slo") or None) if means.get("request_goodput") is not None else None,
             stats={k: described[k] for k in COMPARED_METRICS},
             samples={k: samples[k] for k in COMPARED_METRICS},
+            sample_launches=[lv.get("launch", 1) for lv in ok],
             failed_trials=len(levels) - len(measured),
         ))
     return rows
@@ -138,10 +139,58 @@ def _no_reference(row):
             "the matrix's baseline is not taken instead" % row["baseline_variant"])
 
 
+def launch_means(row, metric):
+    """The mean of `metric` over each launch's trials of a measured row, in launch order."""
+    by_launch = {}
+    for launch, value in zip(row.get("sample_launches") or [], (row.get("samples") or {}).get(metric) or []):
+        if value is not None:
+            by_launch.setdefault(launch, []).append(value)
+    return [sum(values) / len(values) for _, values in sorted(by_launch.items())]
+
+
+def pooled_launch_variances(rows):
+    """Per (host, concurrency, metric): the launch variance pooled over every configuration measured there
+    (stats.pooled_launch_variance); absent where no configuration was launched twice at that level."""
+    groups = {}
+    for row in rows:
+        if row["status"] == "ok":
+            for metric in row.get("samples") or {}:
+                groups.setdefault((row["host"], row["concurrency"], metric), []).append(launch_means(row, metric))
+    pooled = {key: stats.pooled_launch_variance(means) for key, means in groups.items()}
+    return {key: value for key, value in pooled.items() if value is not None}
+
+
+def compare_rows(row, reference, metric, pooled, confidence, min_effect_pct, family_size):
+    """The row against its reference on one metric: launch means where the host's configurations were launched more
+    than once at this level (the launch is the unit), else the trials."""
+    spread = pooled.get((row["host"], row["concurrency"], metric))
+    if spread is not None:
+        return stats.compare_launches(launch_means(row, metric), launch_means(reference, metric), spread,
+                                      stats.HIGHER_IS_BETTER[metric], confidence, min_effect_pct, family_size)
+    return stats.compare(row["samples"][metric], reference["samples"][metric], stats.HIGHER_IS_BETTER[metric],
+                         confidence, min_effect_pct, family_size=family_size)
+
+
+UNITS_OF_REPLICATION = {
+    "launch": "the server launch: each level's interval from launch means, their spread pooled over the host's "
+              "configurations measured at that level",
+    "trial": "the trial: one server launch per configuration, so the spread between launches is not in the intervals",
+}
+
+
+def unit_of_replication(rows):
+    """Which unit the comparisons of `rows` replicated over (UNITS_OF_REPLICATION), None with no comparison."""
+    compared = [c for r in rows for c in (r.get("vs_baseline") or {}).values() if c]
+    if not compared:
+        return None
+    return "launch" if any(c.get("compared") == "launches" for c in compared) else "trial"
+
+
 def attach_comparisons(rows, verdict_metric, confidence, min_effect_pct):
     """vs_baseline, verdict and verdict_reason of every measured row, against its own baseline (baseline_variant);
     each variant's levels on a host form one family (Bonferroni over the m levels it was compared at)."""
     measured = {(r["host"], r["variant"], r["concurrency"]): r for r in rows if r["status"] == "ok"}
+    pooled = pooled_launch_variances(rows)
 
     def reference_of(row):
         return measured.get((row["host"], row["baseline_variant"], row["concurrency"]))
@@ -162,11 +211,8 @@ def attach_comparisons(rows, verdict_metric, confidence, min_effect_pct):
             row.update(vs_baseline=None, verdict="inconclusive", verdict_reason=_no_reference(row))
             continue
         m = family[(row["host"], row["variant"])]
-        row["vs_baseline"] = {
-            metric: stats.compare(row["samples"][metric], reference["samples"][metric],
-                                  stats.HIGHER_IS_BETTER[metric], confidence, min_effect_pct, family_size=m)
-            for metric in COMPARED_METRICS
-        }
+        row["vs_baseline"] = {metric: compare_rows(row, reference, metric, pooled, confidence, min_effect_pct, m)
+                              for metric in COMPARED_METRICS}
         row["family_size"] = m
         if verdict_metric == CAPACITY:
             row.update(verdict=None, verdict_reason="the verdict is taken on capacity, per variant and host "
@@ -324,6 +370,7 @@ def build_summary(campaign_dir, cells, verdict_metric="output_throughput", confi
         "hosts": hosts,
         "settings": {"verdict_metric": verdict_metric, "confidence": confidence, "min_effect_pct": min_effect_pct,
                      "multiple_comparisons": "bonferroni", "design": campaign_design(cells),
+                     "unit_of_replication": unit_of_replication(rows),
                      "benchmark": (cells[0].get("benchmark") if cells else None),
                      "slo": slo, "slo_source": slo_source,
                      "cost_source": "cells" if cost_per_host_hour is None else "report"},

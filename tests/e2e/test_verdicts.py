@@ -1,6 +1,7 @@
 """Verdicts on the real engine that hold when the campaign runs again: one campaign of the
-embedded default's design (two launches per variant in ABBA order, A/A, sequential trials) with
-the large effect planted at concurrency 4 (tests/fixtures/planted_effects.yml). The baseline
+embedded default's design (two launches per variant in ABBA order, A/A, sequential trials, the
+launch as the unit of replication) with the large effect planted at concurrency 4
+(tests/fixtures/planted_effects.yml). The baseline
 against itself is never a change; the large loss is `regressed` (or, on a host whose A/A cannot
 show equivalence, `inconclusive` with its own comparison `regressed`).
 tests/benchmarks/verdicts_hold.py repeats the campaign with the small planted effect as well and
@@ -51,6 +52,13 @@ def test_every_variant_ran_twice_in_counterbalanced_order_and_the_report_says_so
     assert order == ["baseline", "planted_large", "baseline_aa",
                      "baseline_aa.launch2", "planted_large.launch2", "baseline.launch2"], order
     assert "counterbalanced" in (base / "results" / "e2e-verdicts" / "report.md").read_text()
+    # The launch is the unit: each comparison from launch means, their spread pooled over the three configurations
+    # launched twice at the level (one degree of freedom each).
+    assert data["settings"]["unit_of_replication"] == "launch"
+    for row in data["cells"]:
+        if row["variant"] != "baseline" and row["status"] == "ok":
+            compared = row["vs_baseline"]["output_throughput"]
+            assert (compared["compared"], compared["launch_df"], compared["launches_variant"]) == ("launches", 3, 2), row
 
 
 def test_the_baseline_against_itself_is_never_a_change_that_any_verdict_stands_on(summary):

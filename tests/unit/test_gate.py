@@ -248,3 +248,23 @@ def test_cli_takes_fail_on_inconclusive():
     from fleetopt import cli
     assert cli.build_parser().parse_args(["run", "--tier", "1", "--fail-on-inconclusive"]).fail_on_inconclusive
     assert not cli.build_parser().parse_args(["run", "--tier", "1"]).fail_on_inconclusive
+
+
+def launched_twice(host, variant, concurrency, first, second):
+    """A row of a campaign that launched the configuration twice: three trials per launch, tight around each mean."""
+    row = ok_row(host, variant, concurrency, [first - 0.2, first, first + 0.2, second - 0.2, second, second + 0.2])
+    row["sample_launches"] = [1, 1, 1, 2, 2, 2]
+    return row
+
+
+def test_campaigns_that_launched_twice_are_compared_over_launch_means_not_trials():
+    # The reference's launches read 100 and 104, today's 95 and 99 (each about 4 % apart, trials 0.2 apart): a 5 %
+    # drop that the launch-to-launch spread cannot tell from noise. Over trials it would be a significant regression.
+    reference = summary([launched_twice("h", "baseline", 4, 100.0, 104.0)])
+    current = summary([launched_twice("h", "baseline", 4, 95.0, 99.0)])
+    result = gate.evaluate(current, reference, 3.0)
+    assert result["regressions"] == [] and len(result["inconclusive"]) == 1, result
+    assert "launch-to-launch CV" in json.dumps(result["inconclusive"]), result["inconclusive"]
+    from fleetopt import stats
+    assert stats.compare(current["cells"][0]["samples"]["output_throughput"],
+                         reference["cells"][0]["samples"]["output_throughput"], min_effect_pct=3.0)["verdict"] == "regressed"

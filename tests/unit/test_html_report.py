@@ -42,7 +42,7 @@ def test_the_header_names_engine_hardware_settings_and_revision(campaign):
     assert '<dd id="engine">sglang 0.5.10</dd>' in html
     assert "2 × NVIDIA H200" in html and "192 × AMD EPYC 9654" in html and "580.159.04" in html
     assert "abc123def456" in html and "qwen3-8b" in html
-    assert "(Welch) at 95 % confidence" in html and "at least 3.0 %" in html and "inside ±3.0 %" in html
+    assert "(Welch, over trials) at 95 % confidence" in html and "at least 3.0 %" in html and "inside ±3.0 %" in html
     assert "simultaneous over the m levels (Bonferroni)" in html
     assert '<dd id="design">one server launch per variant</dd>' in html
     assert "concurrency 1, 8; 3 trial(s)" in html

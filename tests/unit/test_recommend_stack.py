@@ -4,7 +4,10 @@ compared with that baseline and, through their effects each against its own stag
 single candidate, and the status says what was measured; a stack measured in a new campaign verifies an earlier
 recommendation. Nothing is claimed without a measurement, and a drift of the host between the matrix and the
 stack stage never poses as an effect."""
+import math
+
 import pytest
+from scipy import stats as sps
 import yaml
 
 from fleetopt.recommend import STATUS_PROPOSED, STATUS_STACKED, recommend, write_recommendation
@@ -308,3 +311,25 @@ def test_a_stage_baseline_the_report_synthesized_as_skipped_is_no_left_out_optim
                for name in ("baseline_stack", "stack")]
     proposal = proposal_of(tmp_path, singles() + skipped)
     assert "baseline_stack" not in {e["id"] for e in proposal["left_out"]}, proposal["left_out"]
+
+
+def test_with_the_matrix_launched_twice_the_stack_is_weighed_against_the_best_single_with_the_launch_spread(tmp_path):
+    # Trials agree exactly within each launch, launches differ by 1 %: a comparison over trials would have an interval
+    # of no width. The stack (one launch, beside its stage's baseline) against helps (two launches, beside the
+    # matrix's baseline) is judged from launch means, with the spread of the configurations launched twice.
+    twice = [dict(found, levels=levels(factor), launch_number=number, launches=2)
+             for found in two_candidates() if found["variant"] != "hurts"
+             for number, factor in enumerate((MATRIX[found["variant"]], MATRIX[found["variant"]] * 1.01), start=1)]
+    cells = twice + [c for c in two_candidates() if c["variant"] == "hurts"] + pair(1.60)
+    versus = proposal_of(tmp_path, cells)["measured"]["vs_best_single"]
+    variance, df = math.log(1.01) ** 2 / 2, 3
+    gain = math.log(1.60) - math.log(1.30)
+    for level in versus["levels"]:
+        half = sps.t.ppf(1 - 0.05 / (2 * len(versus["levels"])), df) * math.sqrt(variance * (1 + 1 + 0.5 + 0.5))
+        assert level["change_pct"] == pytest.approx(math.expm1(gain) * 100, abs=0.01)
+        assert level["ci_low_pct"] == pytest.approx(math.expm1(gain - half) * 100, abs=0.01)
+        assert level["ci_high_pct"] == pytest.approx(math.expm1(gain + half) * 100, abs=0.01)
+    assert versus["verdict"] == "improved"
+
+
+MATRIX = {"baseline": 1.0, "helps": 1.30, "seqs3": 1.15}

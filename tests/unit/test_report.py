@@ -144,7 +144,9 @@ def test_the_report_states_the_rules_the_design_and_inconclusive_reasons(tmp_pat
     run(campaign)
     markdown = (campaign / "report.md").read_text()
     assert "intervals are simultaneous over the m levels (Bonferroni)" in markdown
-    assert "Design: launches: 2, order: counterbalanced (ABBA)" in markdown
+    assert "Design: launches: 2, order: counterbalanced (ABBA). Unit of replication: the trial: one server launch " \
+        "per configuration, so the spread between launches is not in the intervals." in markdown
+    assert "(Welch, over trials)" in markdown
     assert "| noisy" in markdown and "inconclusive" in markdown and "interval width" in markdown
     summary = json.loads((campaign / "summary.json").read_text())
     assert summary["settings"]["design"] == design
@@ -176,3 +178,18 @@ def test_the_report_states_what_the_warm_up_runs_cost_and_which_servers_did_not_
     text = client_cost_text(cells)
     assert "warm-up runs 24 s (6 runs; 1 of 2 new servers settled; not settled: v launch 2 c=4 (cap))" in text
     assert "warm-up runs" not in client_cost_text(cells[2:])
+
+
+def test_the_report_names_the_launch_as_the_unit_when_configurations_were_launched_twice(tmp_path):
+    design = {"launches": 2, "order": "counterbalanced (ABBA)"}
+    cells = [dict(cell(name, order, levels=trials(1, *values)), launch_number=number, launches=2, design=design)
+             for name, order, number, values in (("baseline", 0, 1, (100.0, 101.0)), ("v", 1, 1, (130.0, 131.0)),
+                                                 ("v", 1, 2, (128.0, 129.0)), ("baseline", 0, 2, (99.0, 100.0)))]
+    campaign = write_campaign(tmp_path, [c for c in cells if c["launch_number"] == 1])
+    for c in cells[2:]:
+        (campaign / "cells" / "h1" / ("%s.launch2.json" % c["variant"])).write_text(json.dumps(c))
+    run(campaign)
+    markdown = (campaign / "report.md").read_text()
+    assert "Unit of replication: the server launch: each level's interval from launch means" in markdown
+    assert "(over launch means, their spread pooled over the host's configurations at that level)" in markdown
+    assert "Unit of replication" in (campaign / "report.html").read_text()

@@ -165,3 +165,65 @@ def test_effects_with_one_trial_on_a_side_are_not_tested_and_without_values_not_
     result = stats.compare_effects([130.0], around(100.0), around(120.0), around(80.0))
     assert result["verdict"] == "inconclusive" and not result["tested"] and "fewer than two trials" in result["reason"]
     assert stats.compare_effects([], around(100.0), around(120.0), around(80.0)) is None
+
+
+def test_the_launch_variance_pools_the_spread_of_launch_means_on_the_log_scale():
+    # Two configurations of different speeds, each with two launches 10 % apart, pool the same relative spread:
+    # each pair adds (log 1.1)^2 / 2 with one degree of freedom; a configuration launched once adds nothing.
+    variance, df = stats.pooled_launch_variance([[100.0, 110.0], [200.0, 220.0], [50.0]])
+    assert df == 2 and variance == pytest.approx(math.log(1.1) ** 2 / 2)
+    three, two = np.log([101.0, 97.0, 104.0]), np.log([55.0, 58.0])
+    expected = (np.var(three, ddof=1) * 2 + np.var(two, ddof=1)) / 3
+    assert stats.pooled_launch_variance([[101.0, 97.0, 104.0], [55.0, 58.0]]) == (pytest.approx(expected), 3)
+    assert stats.pooled_launch_variance([[100.0], [None, 120.0], []]) is None
+
+
+@pytest.mark.parametrize("variant,baseline", [
+    ([110.0, 118.0, 113.0], [100.0, 104.0]),
+    ([52.0, 49.0], [100.0, 96.0, 103.0, 99.0]),
+])
+def test_launches_pooled_only_with_each_other_give_students_interval_on_the_logs(variant, baseline):
+    pooled = stats.pooled_launch_variance([variant, baseline])
+    result = stats.compare_launches(variant, baseline, pooled)
+    test = sps.ttest_ind(np.log(variant), np.log(baseline), equal_var=True)
+    interval = test.confidence_interval(0.95)
+    assert result["compared"] == "launches" and result["tested"] and result["launch_df"] == len(variant) + len(baseline) - 2
+    assert result["ci_low_pct"] == pytest.approx(math.expm1(interval.low) * 100.0)
+    assert result["ci_high_pct"] == pytest.approx(math.expm1(interval.high) * 100.0)
+    assert result["p_value"] == pytest.approx(test.pvalue)
+    geometric = math.exp(np.mean(np.log(variant)) - np.mean(np.log(baseline)))
+    assert result["change_pct"] == pytest.approx((geometric - 1.0) * 100.0)
+
+
+def test_one_launch_a_side_is_judged_with_the_spread_pooled_from_other_configurations():
+    pooled = (math.log(1.02) ** 2, 6)  # launch means about 2 % apart, six degrees of freedom
+    result = stats.compare_launches([130.0], [100.0], pooled, family_size=2)
+    half = sps.t.ppf(1 - 0.05 / 4, 6) * math.log(1.02) * math.sqrt(2.0)
+    assert result["confidence"] == pytest.approx(0.975)
+    assert result["ci_low_pct"] == pytest.approx(math.expm1(math.log(1.3) - half) * 100.0)
+    assert result["verdict"] == "improved" and (result["launches_variant"], result["launches_baseline"]) == (1, 1)
+    assert result["launch_cv_pct"] == pytest.approx(math.sqrt(math.expm1(math.log(1.02) ** 2)) * 100.0)
+    wide = stats.compare_launches([104.0], [100.0], pooled)
+    assert wide["verdict"] == "inconclusive" and "variant 1 launch(es), baseline 1" in wide["reason"]
+    assert "launch-to-launch CV 2.0 %, pooled over this host's configurations at this level (6 degree(s) of " \
+        "freedom)" in wide["reason"], wide["reason"]
+
+
+def test_launches_that_agree_exactly_give_a_degenerate_interval_and_no_value_gives_nothing():
+    result = stats.compare_launches([110.0, 110.0], [100.0, 100.0], (0.0, 2))
+    assert (result["ci_low_pct"], result["ci_high_pct"]) == (pytest.approx(10.0), pytest.approx(10.0))
+    assert result["verdict"] == "improved"
+    assert stats.compare_launches([None], [100.0], (0.01, 2)) is None
+    assert stats.compare_launches([110.0], [], (0.01, 2)) is None
+
+
+def test_effects_of_launch_means_are_the_ratio_of_geometric_gains_with_every_sides_launches_in_the_error():
+    pooled = (0.0004, 5)
+    result = stats.compare_effects_launches([160.0], [100.0], [128.0, 132.0], [99.0, 101.0], pooled)
+    gain = math.log(160.0 / 100.0) - (np.mean(np.log([128.0, 132.0])) - np.mean(np.log([99.0, 101.0])))
+    half = sps.t.ppf(0.975, 5) * math.sqrt(0.0004 * (1 + 1 + 0.5 + 0.5))
+    assert result["change_pct"] == pytest.approx(math.expm1(gain) * 100.0)
+    assert result["ci_low_pct"] == pytest.approx(math.expm1(gain - half) * 100.0)
+    assert result["ci_high_pct"] == pytest.approx(math.expm1(gain + half) * 100.0)
+    assert result["verdict"] == "improved" and result["compared"] == "effects of launches"
+    assert stats.compare_effects_launches([160.0], [], [128.0], [99.0], pooled) is None

@@ -75,3 +75,48 @@ def test_a_crashed_launch_makes_the_variant_crashed(tmp_path):
 def test_old_campaigns_have_no_design(tmp_path):
     summary = build_summary(tmp_path / "c", [cell("baseline", levels=trials(1, 100.0, 101.0))])
     assert summary["settings"]["design"] is None and summary["cells"][0]["launches"] == 1
+
+
+def tight(c, *centres):
+    """Three trials around each centre, 0.2 apart: a launch's trials agree closely."""
+    return [trials(c, x - 0.2, x, x + 0.2) for x in centres]
+
+
+def test_the_launch_is_the_unit_so_launch_offsets_are_not_taken_for_an_effect(tmp_path):
+    # Each configuration's two launches differ by about 4 % while their trials agree within 0.2 %: the variant's
+    # +6 % is inside the launch-to-launch spread. Taken as six independent trials a side it would be `improved`.
+    cells = launches("baseline", *tight(1, 98.0, 102.0)) + launches("v", *tight(1, 104.0, 108.0))
+    summary = build_summary(tmp_path / "c", cells)
+    row = next(r for r in summary["cells"] if r["variant"] == "v")
+    compared = row["vs_baseline"]["output_throughput"]
+    assert compared["compared"] == "launches" and compared["launch_df"] == 2
+    assert (compared["launches_variant"], compared["launches_baseline"]) == (2, 2)
+    assert row["verdict"] == "inconclusive" and "launch-to-launch CV" in row["verdict_reason"], row["verdict_reason"]
+    assert summary["settings"]["unit_of_replication"] == "launch"
+    from fleetopt import stats
+    assert stats.compare(row["samples"]["output_throughput"],
+                         next(r for r in summary["cells"] if r["variant"] == "baseline")["samples"]["output_throughput"]
+                         )["verdict"] == "improved"
+
+
+def test_a_configuration_launched_once_is_judged_with_the_launch_spread_of_the_others(tmp_path):
+    # The stack stage launches the stack and the baseline again once each; the matrix launched every configuration
+    # twice, so their spread is what a single launch of the stack is judged with.
+    cells = (launches("baseline", *tight(1, 99.0, 101.0)) + launches("v", *tight(1, 119.0, 121.0))
+             + [cell("baseline_stack", levels=tight(1, 100.0)[0], order=50, baseline_of="stack"),
+                cell("stack", levels=tight(1, 160.0)[0], order=51, stacked={"baseline": "baseline_stack"})])
+    summary = build_summary(tmp_path / "c", cells)
+    stack = next(r for r in summary["cells"] if r["variant"] == "stack")
+    compared = stack["vs_baseline"]["output_throughput"]
+    assert stack["baseline_variant"] == "baseline_stack"
+    assert compared["compared"] == "launches" and compared["launch_df"] == 2
+    assert (compared["launches_variant"], compared["launches_baseline"]) == (1, 1)
+    assert compared["change_pct"] == pytest.approx(60.0, abs=0.01) and stack["verdict"] == "improved"
+
+
+def test_with_one_launch_everywhere_the_trials_are_the_unit(tmp_path):
+    cells = [cell("baseline", levels=trials(1, 100.0, 101.0, 99.0)), cell("v", levels=trials(1, 120.0, 121.0, 119.0))]
+    summary = build_summary(tmp_path / "c", cells)
+    compared = next(r for r in summary["cells"] if r["variant"] == "v")["vs_baseline"]["output_throughput"]
+    assert "compared" not in compared and compared["verdict"] == "improved"
+    assert summary["settings"]["unit_of_replication"] == "trial"
