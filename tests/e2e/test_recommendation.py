@@ -59,21 +59,28 @@ LOSS = "omp_threads_unbound"
 WEAKENED = {"campaign_server_flags": {"--max-model-len": 1024, "--max-num-seqs": 1},
             "campaign_extra_optimizations": PLANTED}
 # The capacity search, folded into this campaign so that it costs no launch of its own: a tight TTFT SLO that the
-# weakened baseline (one sequence per step: a request waits for the ones before it) holds at c=2 and breaks at c=4,
-# and that restore_seqs holds at c=4. Measured here (p99 TTFT per trial): the baseline 1.07-1.30 s at c=2 and
-# 2.77-3.42 s at c=4, restore_seqs and the stack 0.41-0.56 s at c=4; 1800 ms lies about as far, relatively, from
-# the baseline's means at c=2 and c=4. One level of search per launch, and a ceiling at the planned level: a variant
-# that holds at c=4 stops there (c=8 would cost 32 prompts a trial), one that breaks it measures c=2.
-SLO = {"p99_ttft_ms": 1800}
-SEARCH_LEVELS = 1
+# weakened baseline (one sequence per step: at c=4 a request waits for the three before it, about 3 requests' time)
+# breaks at c=4 and that restore_seqs (four sequences per step: a request waits for about one step) holds there.
+# The SLO has to hold on hosts of different speeds: CI once ran this test on a host fast enough for the baseline to
+# hold 1800 ms at c=4, so it sits between the two variants' p99 TTFT at c=4, the widest gap the design has
+# (measured here: restore_seqs and the stack 0.41-0.56 s, the baseline 2.63-3.42 s and once 1.49-2.17 s). Two levels
+# of search per launch find the baseline's capacity below c=4 whatever its speed: c=2, then c=1 where c=2 breaks or
+# c=3 where it holds. A ceiling at the planned level: a variant that holds at c=4 stops there (c=8 would cost 32
+# prompts a trial).
+SLO = {"p99_ttft_ms": 1000}
+SEARCH_LEVELS = 2
 CAPACITY_SEARCH = {"campaign_slo": SLO, "campaign_capacity_search_levels": SEARCH_LEVELS,
                    "campaign_capacity_max_concurrency": 4}
+# Sequential trials for a cell whose three trials spread: CI once measured the stack at CV 20 % over 3 trials, and
+# its +55 % against the baseline measured again stayed inconclusive ([-20, +131]). Up to 5 trials narrow that; a
+# level whose 3 trials agree (the interval of its mean within 15 %) gets none.
+TRIALS = {"campaign_bench_max_trials": 5, "campaign_bench_target_halfwidth_pct": 15}
 
 
 def campaign(base, port):
     return run_fleetopt("run", "--only", ",".join([p["id"] for p in PLANTED] + [LOSS]), "--recommend",
                         *isolated(base, port, CAMPAIGN, trials=3, concurrency=(4,)),
-                        "-e", json.dumps(dict(WEAKENED, **CAPACITY_SEARCH)))
+                        "-e", json.dumps(dict(WEAKENED, **CAPACITY_SEARCH, **TRIALS)))
 
 
 @pytest.fixture(scope="module")
@@ -100,8 +107,10 @@ def test_the_recommendation_holds_the_helper_and_leaves_out_the_conflict_with_th
     # the loss (-31 % at c=4, -19 % at c=2) stayed inconclusive, which is the verdict the rule owes such noise.
     assert out[LOSS]["why"] in ("regressed", "inconclusive") and out[LOSS]["why"] == variants[LOSS]["verdict"], \
         out[LOSS]
-    changes = [level["change"]["change_pct"] for level in variants[LOSS]["levels"]]
-    assert changes and all(change < 0 for change in changes), variants[LOSS]["levels"]
+    # At every level both measured (c=4, and c=2 where both searched it; the loss's c=1 has no baseline beside it).
+    changes = {level["concurrency"]: level["change"]["change_pct"] for level in variants[LOSS]["levels"]
+               if level["change"]}
+    assert 4 in changes and all(change < 0 for change in changes.values()), variants[LOSS]["levels"]
     verdict = variants["two_seqs"]["verdict"]
     if verdict == "improved":
         assert out["two_seqs"]["why"] == "conflicting" and "restore_seqs" in out["two_seqs"]["reason"] \
@@ -159,19 +168,23 @@ def test_capacity_is_found_within_the_level_budget_and_the_slower_baseline_has_l
         if name != LOSS:
             assert variants[name]["capacity"]["capacity"] is not None, (name, variants[name]["capacity"]["reason"])
     base, helper = variants["baseline"]["capacity"], variants["restore_seqs"]["capacity"]
-    # The planted loss breaks the SLO at c=4 and lies near it at c=2 (p99 TTFT 1.68-1.96 s there): its capacity is
-    # at most the baseline's, or none when it breaks the SLO at c=2 too.
-    loss = variants[LOSS]["capacity"]
-    assert cells[LOSS]["benchmark"]["capacity_search"]["levels"] == [2], cells[LOSS]["benchmark"]
-    assert (loss["capacity"] is None and "fail already at the lowest level measured, c=2" in loss["reason"]) \
-        or loss["capacity"] <= base["capacity"], loss
-    # The baseline breaks the SLO at c=4 and holds it at c=2, the level its search measured: capacity found.
-    assert cells["baseline"]["benchmark"]["capacity_search"]["levels"] == [2], cells["baseline"]["benchmark"]
-    assert (base["capacity"], base["at_least"], base["searched"]) == (2, False, [2]), base
-    # restore_seqs holds it at c=4, the search's ceiling here: at least c=4.
+    # restore_seqs holds the SLO at c=4, the search's ceiling here: at least c=4.
     assert cells["restore_seqs"]["benchmark"]["capacity_search"]["stopped_by"] == "ceiling"
     assert (helper["capacity"], helper["at_least"]) == (4, True), helper
+    # The baseline, and the baseline measured again, break it at c=4 and bisect below it within the budget: c=2,
+    # then c=1 (c=2 broke) or c=3 (c=2 held). Capacity found below c=4, whatever the host's speed.
+    for name in ("baseline", "baseline_stack"):
+        levels, found = cells[name]["benchmark"]["capacity_search"]["levels"], variants[name]["capacity"]
+        assert levels in ([2, 1], [2, 3]), (name, cells[name]["benchmark"]["capacity_search"])
+        assert found["capacity"] in (1, 2, 3) and not found["at_least"], (name, found)
+        assert found["searched"] == sorted(levels), (name, found)
     assert base["capacity"] < helper["capacity"]
+    # The planted loss is slower than the baseline: its capacity is at most the baseline's, or none when it breaks
+    # the SLO at every level it measured.
+    loss = variants[LOSS]["capacity"]
+    assert cells[LOSS]["benchmark"]["capacity_search"]["levels"] in ([2, 1], [2, 3]), cells[LOSS]["benchmark"]
+    assert (loss["capacity"] is None and "fail already at the lowest level measured" in loss["reason"]) \
+        or loss["capacity"] <= base["capacity"], loss
 
 
 def test_the_verdict_taken_on_capacity_finds_the_helper_improved(measured, tmp_path):
@@ -183,16 +196,18 @@ def test_the_verdict_taken_on_capacity_finds_the_helper_improved(measured, tmp_p
     helper = summary_of(copy)["restore_seqs"]
     assert "On capacity under the SLOs" in (copy / "report.md").read_text()
     if helper["verdict"] == "inconclusive":
-        # Seen once here: the weakened baseline's p99 TTFT at c=4 spread from 1.49 to 2.17 s over its 3 trials,
-        # straddling the 1800 ms SLO. The rule then does not take the judgement that decides the verdict, and
-        # says what the means alone would give.
+        # A baseline whose p99 TTFT lies near the SLO at every level it broke, each straddled by its trials: the rule
+        # then takes no judgement that decides the verdict, and says what the means alone would give.
         reason = helper["verdict_reason"]
-        assert reason.startswith("on the means it would be improved") and "is not firm: the baseline at c=4" in reason \
+        assert reason.startswith("on the means it would be improved") and "is not firm: the baseline at c=" in reason \
             and "the trials straddle the limit" in reason, reason
         return
     assert helper["verdict"] == "improved", helper["verdict_reason"]
-    assert [(d["side"], d["concurrency"], d["judged"]) for d in helper["capacity_comparison"]["deciding"]] == [
-        ("variant", 4, "holds"), ("baseline", 4, "breaks")]
+    # Decided where the variant holds c=4 and the baseline breaks the SLO: at c=4, or at c=3 where its search
+    # bisected and its runs all broke it.
+    deciding = [(d["side"], d["concurrency"], d["judged"]) for d in helper["capacity_comparison"]["deciding"]]
+    assert deciding in ([("variant", 4, "holds"), ("baseline", 4, "breaks")],
+                        [("variant", 4, "holds"), ("baseline", 3, "breaks")]), deciding
 
 
 def test_a_resumed_campaign_measures_nothing_again_the_stack_included(measured):
