@@ -13,8 +13,9 @@ campaign_server_flags) and measured at concurrency 4, where vLLM would batch all
   cores: the model's OpenMP threads, no longer pinned to the core vLLM leaves the API server, compete with it and
   with the benchmark client. Measured here at c=4 and c=2: -35 % and -38 %, regressed; -31 % and -19 %,
   inconclusive beside a baseline whose trials spread by 17 %; -14 % and -7 %, inconclusive, in a run whose
-  baseline measured again at the end was 15-23 % faster than the matrix's first launch. So it is left out for its
-  own verdict, slower than the baseline at every level, and its environment is not in the recommended inventory.
+  baseline measured again at the end was 15-23 % faster than the matrix's first launch; -55 % and -31 %,
+  regressed. So it is left out for its own verdict, slower than the baseline at every level both measured, and its
+  environment is not in the recommended inventory.
 
 The recommendation holds the helper alone and leaves out the conflicting one and the loss; the stack stage measures
 the helper again in a launch of its own (the stacked variant, composing restore_seqs) beside the baseline measured
@@ -26,19 +27,14 @@ The same campaign searches capacity under a tight TTFT SLO (issue 13), with no l
 baseline's capacity is found within the search's budget, below restore_seqs', and the report's verdict taken on
 capacity (`fleetopt report --verdict-metric capacity`, on a copy) finds restore_seqs improved.
 
-Cost: 6 engine launches (baseline, the 3 candidates, the baseline again, the stack), one level (concurrency 4)
-each, 3 trials, no A/A, few prompts (SINGLE_LAUNCH, FEW_PROMPTS), and one searched level (c=2) for each cell that
-breaks the SLO at c=4 (the baseline, the planted loss and the baseline measured again); the resumed run launches
-nothing, only Ansible's pass over the kept cells. With the planted loss: 793, 646 and 661 s on two otherwise
-idle cores. Before it, with 5 launches, run once on two otherwise idle cores: 604 s for both runs, each launch ready
-in 46-53 s; the stack measured +144.0 % [+124.2, +163.8] against baseline_stack, which was +1.2 % [-18.8, +21.2]
-against the matrix's baseline (an earlier version, with a planted loss in place of the baseline measured again,
-took 16 minutes on two cores shared with a CI run). With the capacity search: 651 s on two cores shared with other
-work (launches ready in 43-53 s); the two searched levels took 36.9 s of runs and added 56 s to the benchmark
-client's wall time over the campaign's cells (244 s against 187 s); capacities: the baseline c=2 (p99 TTFT
-0.93-1.04 s there, 2.63-2.85 s at c=4), the baseline measured again c=2, restore_seqs, two_seqs and the stack at
-least c=4 (the ceiling); on capacity restore_seqs, two_seqs and the stack were improved, the baseline measured
-again inconclusive against the matrix's (both c=2 to c=4, c=3 not measured)."""
+Cost: 6 engine launches (baseline, the 3 candidates, the baseline again, the stack), one planned level (c=4) each,
+3 trials (up to 5 where they spread), no A/A, few prompts (SINGLE_LAUNCH, FEW_PROMPTS), and two searched levels for
+each cell that breaks the SLO at c=4 (the baseline, the planted loss and the baseline measured again); the resumed
+run launches nothing, only Ansible's pass over the kept cells. Measured on two otherwise idle cores: 661 s, when
+this host ran about twice as fast as in the earlier runs (the baseline's p99 TTFT at c=4 1.49-2.06 s against
+2.63-3.42 s); capacities then: the baseline and the baseline measured again c=2 (c=3 straddled the SLO, 1 and 2 of
+5 runs met it), the loss c=1, restore_seqs, two_seqs and the stack at least c=4. Earlier, with one searched level
+and an 1800 ms SLO: 793, 646 and 661 s; the stack measured +144.0 % [+124.2, +163.8] against baseline_stack."""
 import json
 import shutil
 
