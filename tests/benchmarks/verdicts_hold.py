@@ -12,6 +12,11 @@ verdicts and, at the end, the counts against what each must be (issue 12):
 
     .venv/bin/python tests/benchmarks/verdicts_hold.py --campaigns 5     # about 15 minutes each here
 
+Each campaign's line also gives the unit of replication and the A/A comparison (the host's noise
+floor). `--also-min-effect 10,15,20` judges the same cells again with those minimum effects and
+prints their counts too (nothing is measured again): how wide a band this host's noise allows the
+A/A to be `neutral` in, which the A/A gate needs before any verdict of the host stands.
+
 Too long for CI, which runs one such campaign as tests/e2e/test_verdicts.py.
 """
 import argparse
@@ -26,6 +31,8 @@ import time
 import yaml
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+from fleetopt.summary import build_summary, load_cells  # noqa: E402  pylint: disable=wrong-import-position
 PLANTED = ROOT / "tests" / "fixtures" / "planted_effects.yml"
 
 
@@ -48,28 +55,27 @@ def run_one(spec, workdir, index, port):
     proc = subprocess.run([str(pathlib.Path(sys.executable).parent / "fleetopt")] + campaign_args(
         spec, workdir, campaign_id, port) + ["--quiet"], cwd=ROOT, check=False)
     summary = json.loads((workdir / "results" / campaign_id / "summary.json").read_text())
-    verdicts = {v["variant"]: (v["verdict"], v.get("verdict_before_aa")) for v in summary["variants"]}
-    return proc.returncode, time.time() - started, verdicts
+    return proc.returncode, time.time() - started, summary
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--campaigns", type=int, default=5)
-    parser.add_argument("--port", type=int, default=8791)
-    args = parser.parse_args()
-    spec = planted()
-    expected = {o["id"]: o["expect"] for o in spec["optimizations"]}
-    expected["baseline_aa"] = spec["aa_expect"]
-    workdir = pathlib.Path(tempfile.mkdtemp(prefix="fleetopt-hold-"))
-    counts = collections.defaultdict(collections.Counter)
-    for index in range(1, args.campaigns + 1):
-        rc, elapsed, verdicts = run_one(spec, workdir, index, args.port)
-        print("campaign %d (%.0f s, exit %d): %s" % (index, elapsed, rc, ", ".join(
-            "%s=%s%s" % (v, verdict, "" if before is None else " (before the A/A gate: %s)" % before)
-            for v, (verdict, before) in sorted(verdicts.items()))), flush=True)
-        for variant, (verdict, _) in verdicts.items():
-            counts[variant][verdict] += 1
-    print("\nover %d campaigns (results in %s):" % (args.campaigns, workdir))
+def verdicts_of(summary):
+    return {v["variant"]: (v["verdict"], v.get("verdict_before_aa")) for v in summary["variants"]}
+
+
+def noise_floor(summary):
+    return "; ".join("c=%s %+.1f %% [%+.1f, %+.1f] %s" % (f["concurrency"], f["change_pct"], f["ci_low_pct"],
+                                                          f["ci_high_pct"], f["verdict"])
+                     for f in summary.get("noise_floor") or [] if f.get("ci_low_pct") is not None)
+
+
+def count(counts, summary):
+    for variant, (verdict, _) in verdicts_of(summary).items():
+        counts[variant][verdict] += 1
+
+
+def print_counts(title, counts, expected):
+    """The counts against what each must be; the number of wrong verdicts."""
+    print(title)
     failures = 0
     for variant, allowed in sorted(expected.items()):
         seen = counts[variant]
@@ -77,6 +83,40 @@ def main():
         failures += wrong
         print("  %-16s %-40s expected %s: %s" % (variant, dict(seen), "/".join(allowed),
                                                  "held" if not wrong else "%d wrong" % wrong))
+    return failures
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--campaigns", type=int, default=5)
+    parser.add_argument("--port", type=int, default=8791)
+    parser.add_argument("--also-min-effect", default="",
+                        help="comma-separated minimum effects (%%) to judge the same cells with again")
+    args = parser.parse_args()
+    bands = [float(x) for x in args.also_min_effect.split(",") if x.strip()]
+    spec = planted()
+    expected = {o["id"]: o["expect"] for o in spec["optimizations"]}
+    expected["baseline_aa"] = spec["aa_expect"]
+    workdir = pathlib.Path(tempfile.mkdtemp(prefix="fleetopt-hold-"))
+    counts = collections.defaultdict(collections.Counter)
+    again = {band: collections.defaultdict(collections.Counter) for band in bands}
+    for index in range(1, args.campaigns + 1):
+        rc, elapsed, summary = run_one(spec, workdir, index, args.port)
+        print("campaign %d (%.0f s, exit %d, unit of replication: %s): %s" % (
+            index, elapsed, rc, summary["settings"].get("unit_of_replication"), ", ".join(
+                "%s=%s%s" % (v, verdict, "" if before is None else " (before the A/A gate: %s)" % before)
+                for v, (verdict, before) in sorted(verdicts_of(summary).items()))), flush=True)
+        print("  A/A at a minimum effect of %s %%: %s" % (summary["settings"]["min_effect_pct"], noise_floor(summary)))
+        count(counts, summary)
+        folder = workdir / "results" / ("hold-%d" % index)
+        for band in bands:
+            judged = build_summary(folder, load_cells(folder), min_effect_pct=band)
+            print("  at %s %%: %s; A/A %s" % (band, ", ".join("%s=%s" % (v, verdict) for v, (verdict, _) in sorted(
+                verdicts_of(judged).items())), noise_floor(judged)), flush=True)
+            count(again[band], judged)
+    failures = print_counts("\nover %d campaigns (results in %s):" % (args.campaigns, workdir), counts, expected)
+    for band in bands:
+        print_counts("judged again at a minimum effect of %s %%:" % band, again[band], expected)
     sys.exit(1 if failures else 0)
 
 
