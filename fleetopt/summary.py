@@ -145,7 +145,7 @@ def launch_means(row, metric):
     for launch, value in zip(row.get("sample_launches") or [], (row.get("samples") or {}).get(metric) or []):
         if value is not None:
             by_launch.setdefault(launch, []).append(value)
-    return [sum(values) / len(values) for _, values in sorted(by_launch.items())]
+    return [sum(by_launch[launch]) / len(by_launch[launch]) for launch in sorted(by_launch)]
 
 
 def pooled_launch_variances(rows):
