@@ -24,7 +24,7 @@ import json
 import pathlib
 
 from fleetopt import stats
-from fleetopt.summary import launch_means, pooled_launch_variances
+from fleetopt.summary import compare_rows, pooled_launch_variances
 
 
 def load_summary(path):
@@ -57,15 +57,7 @@ def parse_host_map(pairs):
 def _compare(row, ref, threshold_pct, metric, family_size=1, pooled=None):
     """The row against the reference's: over launch means where either campaign launched a configuration of the
     host twice at the level (`pooled`: summary.pooled_launch_variances over both), else over trials."""
-    spread = (pooled or {}).get((row["host"], row["concurrency"], metric))
-    if spread is not None:
-        return stats.compare_launches(launch_means(row, metric), launch_means(ref, metric), spread,
-                                      stats.HIGHER_IS_BETTER[metric], min_effect_pct=threshold_pct,
-                                      family_size=family_size)
-    now_samples = (row.get("samples") or {}).get(metric) or [(row.get("metrics") or {}).get(metric)]
-    ref_samples = (ref.get("samples") or {}).get(metric) or [(ref.get("metrics") or {}).get(metric)]
-    return stats.compare(now_samples, ref_samples, stats.HIGHER_IS_BETTER[metric], min_effect_pct=threshold_pct,
-                         family_size=family_size)
+    return compare_rows(row, ref, metric, pooled or {}, stats.DEFAULT_CONFIDENCE, threshold_pct, family_size)
 
 
 def evaluate(current, reference, threshold_pct, metric="output_throughput", host_map=None):

@@ -19,7 +19,7 @@ from fleetopt.formatting import (against_own_baseline, at_level, fmt, fmt_capaci
                                  fmt_capacity_range, fmt_change, fmt_goodput, fmt_mean_ci, fmt_money, fmt_pct, fmt_slo)
 from fleetopt.files import write_atomically
 from fleetopt.launches import describe_design, launch_details, launch_number, launch_total
-from fleetopt.summary import UNITS_OF_REPLICATION
+from fleetopt.summary import UNITS_OF_REPLICATION, comparison_method
 
 TEMPLATES = pathlib.Path(__file__).resolve().parent / "templates"
 VERDICTS = ("improved", "neutral", "regressed", "mixed", "inconclusive", "blocked", "crashed", "timeout",
@@ -152,6 +152,7 @@ def render_html(summary, cells):
         verdicts=verdict_rows(summary), counts=verdict_counts(summary), figures=figures,
         design=describe_design((summary.get("settings") or {}).get("design")),
         unit=UNITS_OF_REPLICATION.get((summary.get("settings") or {}).get("unit_of_replication")),
+        method=comparison_method(summary.get("settings") or {}),
         provenance=provenance_rows(cells), verdict_names=VERDICTS, power=power_text(cells),
         on_capacity=summary["settings"]["verdict_metric"] == CAPACITY,
         capacity_rules=capacity_rules(summary["settings"]["confidence"]),

@@ -24,7 +24,7 @@ from fleetopt.html_report import write_html_report
 from fleetopt.launches import describe_design
 from fleetopt.llmd_export import write_llmd_reports
 from fleetopt.recommend import STATUS_PROPOSED, recommend, write_recommendation
-from fleetopt.summary import UNITS_OF_REPLICATION, build_summary, load_cells
+from fleetopt.summary import UNITS_OF_REPLICATION, build_summary, comparison_method, load_cells
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engine import SLO_KEYS  # fleetopt.recommend set the path
 
 CSV_METRICS = ("output_throughput", "total_throughput", "mean_ttft_ms", "p99_ttft_ms", "mean_itl_ms")
@@ -87,8 +87,7 @@ def verdict_rules(settings):
         "is at least %.1f %%; neutral: the whole interval lies inside ±%.1f %%; otherwise inconclusive (the "
         "reason names the interval, the spread and the trials). A level the variant failed while the baseline "
         "measured counts as failed: mixed with an improved level, regressed without." % (
-            settings["verdict_metric"], "over launch means, their spread pooled over the host's configurations at "
-            "that level" if settings.get("unit_of_replication") == "launch" else "Welch, over trials",
+            settings["verdict_metric"], comparison_method(settings),
             round(settings["confidence"] * 100), 1 - settings["confidence"],
             settings["min_effect_pct"], settings["min_effect_pct"]))
 

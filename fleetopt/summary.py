@@ -160,22 +160,39 @@ def pooled_launch_variances(rows):
     return {key: value for key, value in pooled.items() if value is not None}
 
 
+def trial_samples(row, metric):
+    """A measured row's trials of `metric`; a row without them (an older summary) stands for one trial, its mean."""
+    return (row.get("samples") or {}).get(metric) or [(row.get("metrics") or {}).get(metric)]
+
+
 def compare_rows(row, reference, metric, pooled, confidence, min_effect_pct, family_size):
     """The row against its reference on one metric: launch means where the host's configurations were launched more
-    than once at this level (the launch is the unit), else the trials."""
+    than once at this level (`pooled`: pooled_launch_variances; the launch is the unit), else the trials. The
+    summary compares rows with their baseline this way, the CI gate with a reference campaign's."""
     spread = pooled.get((row["host"], row["concurrency"], metric))
     if spread is not None:
         return stats.compare_launches(launch_means(row, metric), launch_means(reference, metric), spread,
                                       stats.HIGHER_IS_BETTER[metric], confidence, min_effect_pct, family_size)
-    return stats.compare(row["samples"][metric], reference["samples"][metric], stats.HIGHER_IS_BETTER[metric],
+    return stats.compare(trial_samples(row, metric), trial_samples(reference, metric), stats.HIGHER_IS_BETTER[metric],
                          confidence, min_effect_pct, family_size=family_size)
 
 
+# How a level's interval is made, by unit of replication, for the reports' statement of the rule.
+COMPARISON_METHODS = {
+    "launch": "over launch means, their spread pooled over the host's configurations at that level",
+    "trial": "Welch, over trials",
+}
 UNITS_OF_REPLICATION = {
     "launch": "the server launch: each level's interval from launch means, their spread pooled over the host's "
               "configurations measured at that level",
     "trial": "the trial: one server launch per configuration, so the spread between launches is not in the intervals",
 }
+
+
+def comparison_method(settings):
+    """How the summary with these settings made its intervals, in words (COMPARISON_METHODS): over trials unless it
+    says the launch was the unit (a summary written before units were recorded compared trials)."""
+    return COMPARISON_METHODS["launch" if settings.get("unit_of_replication") == "launch" else "trial"]
 
 
 def unit_of_replication(rows):

@@ -192,4 +192,6 @@ def test_the_report_names_the_launch_as_the_unit_when_configurations_were_launch
     markdown = (campaign / "report.md").read_text()
     assert "Unit of replication: the server launch: each level's interval from launch means" in markdown
     assert "(over launch means, their spread pooled over the host's configurations at that level)" in markdown
-    assert "Unit of replication" in (campaign / "report.html").read_text()
+    html = (campaign / "report.html").read_text()
+    assert "Unit of replication" in html
+    assert "(over launch means, their spread pooled over the host&#39;s configurations at that level)" in html
