@@ -49,7 +49,7 @@ def killed(tmp_path_factory, local_engine):
     killer.start()
     rc, output = run_fleetopt("run", "--only", "float32_compute",
                               # The level after the killed one is skipped, with the reason.
-                              *isolated(base, port, "e2e-killed", concurrency=(1, 2)),
+                              *isolated(base, port, "e2e-killed", concurrency=(1, 2), fast_start=True),
                               # A run of ~10 s at concurrency 1 (8 prompts of 128 tokens after as many warm-ups):
                               # long enough to be killed in, short enough not to make the baseline's benchmark long.
                               "-e", "campaign_bench_output_len=128",
@@ -87,7 +87,7 @@ def test_secrets_reach_no_artifact_log_or_report_even_from_a_crash(killed):
 
 def test_start_up_past_the_timeout_is_a_timeout_cell_with_nothing_left_running(tmp_path, local_engine):
     port = free_port()
-    rc, output = run_fleetopt("run", "--only", "float32_compute", *isolated(tmp_path, port, "e2e-timeout"),
+    rc, output = run_fleetopt("run", "--only", "float32_compute", *isolated(tmp_path, port, "e2e-timeout", fast_start=True),
                               "-e", "campaign_startup_timeout=6")
     assert rc == 0, output[-3000:]
     for variant in ("baseline", "float32_compute"):
@@ -113,7 +113,7 @@ def mounted(tmp_path):
 
 def test_a_read_only_results_folder_is_refused_before_anything_starts(tmp_path, local_engine, mounted):
     results = mounted("size=1m,ro")
-    rc, output = run_fleetopt("run", "--only", "float32_compute", *isolated(tmp_path, free_port(), "e2e-ro"),
+    rc, output = run_fleetopt("run", "--only", "float32_compute", *isolated(tmp_path, free_port(), "e2e-ro", fast_start=True),
                               "--results", str(results))
     assert rc == 1
     assert "cannot take the campaign's results" in output and "Read-only file system" in output
@@ -123,7 +123,7 @@ def test_a_read_only_results_folder_is_refused_before_anything_starts(tmp_path, 
 def test_a_full_disk_is_refused_before_anything_starts(tmp_path, local_engine, mounted):
     results = mounted("size=256k")
     (results / "filler").write_bytes(b"\0" * 200 * 1024)
-    rc, output = run_fleetopt("run", "--only", "float32_compute", *isolated(tmp_path, free_port(), "e2e-full"),
+    rc, output = run_fleetopt("run", "--only", "float32_compute", *isolated(tmp_path, free_port(), "e2e-full", fast_start=True),
                               "--results", str(results))
     assert rc == 1
     assert "MiB free under" in output and "campaign_min_free_mb" in output
@@ -140,7 +140,7 @@ def test_a_stop_that_cannot_free_the_gpu_makes_the_host_unhealthy_and_the_report
                    'if [ "$n" -eq 0 ]; then echo "0, 3"; else echo "0, 8000"; fi\n' % (calls, calls))
     smi.chmod(0o755)
     port = free_port()
-    rc, output = run_fleetopt("run", "--only", "float32_compute", *isolated(tmp_path, port, "e2e-unhealthy"),
+    rc, output = run_fleetopt("run", "--only", "float32_compute", *isolated(tmp_path, port, "e2e-unhealthy", fast_start=True),
                               "-e", "campaign_nvidia_smi=%s" % smi, "-e", "campaign_release_timeout=2")
     assert rc == 1, output[-3000:]
     assert "localhost is unhealthy" in output

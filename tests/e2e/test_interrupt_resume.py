@@ -42,7 +42,7 @@ def interrupted(args, signum, *milestones):
 def test_sigterm_during_start_up_leaves_no_server(tmp_path, local_engine):
     port = free_port()
     logs = tmp_path / "state" / "campaigns" / "e2e-sigterm" / "localhost"
-    rc, output = interrupted(["run", "--only", "float32_compute"] + isolated(tmp_path, port, "e2e-sigterm"),
+    rc, output = interrupted(["run", "--only", "float32_compute"] + isolated(tmp_path, port, "e2e-sigterm", fast_start=True),
                              signal.SIGTERM, (lambda: (logs / "baseline.log").exists(), 120, "the baseline server"))
     assert rc == 143, output[-3000:]
     assert processes_listening_as(port) == []
