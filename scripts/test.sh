@@ -29,13 +29,25 @@ sglang_client_build=$!
 # checkout's: pytest keeps a user's three latest runs and deletes older ones, also those of another
 # run still going (ansible-test runs a pytest of its own).
 temproot="${TMPDIR:-/tmp}/fleetopt-pytest-$(printf %s "$PWD" | md5sum | cut -c1-8)"
-mkdir -p "$temproot/beside" "$temproot/tolerant" "$temproot/quiet"
+mkdir -p "$temproot"/{beside,tolerant,measuring,fleet,timing,quiet}
 beside=()
 run_beside() {  # name, log, command...
   local name=$1 log=$2
   shift 2
   "$@" > "$log" 2>&1 &
   beside+=("$!:$name:$log")
+}
+collect_beside() {  # waits for each job run_beside started, in order, and prints its output
+  local job pid name log code
+  for job in "${beside[@]}"; do
+    IFS=: read -r pid name log <<< "$job"
+    wait "$pid"
+    code=$?
+    phase "$name: exit $code (ran beside; its output follows)"
+    cat "$log"
+    [ "$code" -eq 0 ] || status=1
+  done
+  beside=()
 }
 run_beside "ansible-test sanity and units (the collection, from its tarball)" artifacts/ansible-test.log scripts/ansible_test.sh
 if [ -x tests/molecule/run_all.sh ] && [ "${FLEETOPT_SKIP_MOLECULE:-0}" != 1 ]; then
@@ -63,14 +75,7 @@ if [ $# -eq 0 ]; then
     status=1
 fi
 
-for job in "${beside[@]}"; do
-  IFS=: read -r pid name log <<< "$job"
-  wait "$pid"
-  code=$?
-  phase "$name: exit $code (ran beside; its output follows)"
-  cat "$log"
-  [ "$code" -eq 0 ] || status=1
-done
+collect_beside
 
 # The slowest tests are listed at the end of each run, so a CI log shows where its time went.
 if [ $# -eq 0 ]; then
@@ -79,22 +84,13 @@ if [ $# -eq 0 ]; then
   # Each stream mostly waits on one engine start-up at a time, which keeps one core busy; the two
   # cores then both work. The timing tests follow with the machine to themselves.
   phase "pytest: the end-to-end tests that measure, and beside them the other end-to-end tests"
-  mkdir -p "$temproot/measuring" "$temproot/fleet" "$temproot/timing"
-  PYTEST_DEBUG_TEMPROOT="$temproot/measuring" python -m pytest -p no:cacheprovider --durations=10 \
-    -m "measuring and not load_tolerant" > artifacts/pytest-measuring.log 2>&1 &
-  measuring=$!
-  PYTEST_DEBUG_TEMPROOT="$temproot/fleet" python -m pytest -p no:cacheprovider --durations=10 \
-    -m "(e2e or browser) and not measuring and not load_tolerant and not timing" > artifacts/pytest-fleet.log 2>&1 &
-  fleet=$!
-  for job in "$fleet:the other end-to-end tests:artifacts/pytest-fleet.log" \
-             "$measuring:the end-to-end tests that measure:artifacts/pytest-measuring.log"; do
-    IFS=: read -r pid name log <<< "$job"
-    wait "$pid"
-    code=$?
-    phase "$name: exit $code (its output follows)"
-    cat "$log"
-    [ "$code" -eq 0 ] || status=1
-  done
+  run_beside "the end-to-end tests that measure" artifacts/pytest-measuring.log \
+    env PYTEST_DEBUG_TEMPROOT="$temproot/measuring" python -m pytest -p no:cacheprovider --durations=10 \
+    -m "measuring and not load_tolerant"
+  run_beside "the other end-to-end tests" artifacts/pytest-fleet.log \
+    env PYTEST_DEBUG_TEMPROOT="$temproot/fleet" python -m pytest -p no:cacheprovider --durations=10 \
+    -m "(e2e or browser) and not measuring and not load_tolerant and not timing"
+  collect_beside
   phase "pytest: the timing tests, with the machine to themselves"
   PYTEST_DEBUG_TEMPROOT="$temproot/timing" python -m pytest --durations=25 \
     -m "timing and not measuring and not load_tolerant" || status=1
