@@ -89,11 +89,11 @@ if [ $# -eq 0 ]; then
     -m "measuring and not load_tolerant"
   run_beside "the other end-to-end tests" artifacts/pytest-fleet.log \
     env PYTEST_DEBUG_TEMPROOT="$temproot/fleet" python -m pytest -p no:cacheprovider --durations=10 \
-    -m "(e2e or browser) and not measuring and not load_tolerant and not timing"
+    -m "(e2e or browser) and not measuring and not load_tolerant and not timing and not quiet"
   collect_beside
-  phase "pytest: the timing tests, with the machine to themselves"
+  phase "pytest: the timing tests and the quiet end-to-end tests, with the machine to themselves"
   PYTEST_DEBUG_TEMPROOT="$temproot/timing" python -m pytest --durations=25 \
-    -m "timing and not measuring and not load_tolerant" || status=1
+    -m "(timing or quiet) and not measuring and not load_tolerant" || status=1
 else
   phase "pytest $*"
   PYTEST_DEBUG_TEMPROOT="$temproot/quiet" python -m pytest --durations=25 "$@" || status=1

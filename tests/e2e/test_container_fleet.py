@@ -24,15 +24,14 @@ import pytest
 
 from containers import container_fleet as fleet_
 from containers.container_fleet import CORES, HOSTS, INVENTORY, PORT, STATE_DIR, host_dir
-from e2e.conftest import FEW_PROMPTS, fast_start_env, fleetopt_command
+from e2e.conftest import FEW_PROMPTS, fleetopt_command
 from helpers import ROOT
 
 ONLY = "float32_compute"  # the cheapest variants: no compilation
 # Cheap variants that keep the host's OpenMP binding, in catalog order: host 1 takes the first, host 2 the second.
 SPREAD = ("float32_compute", "small_prefill_chunks")
 MORE = ("float32_compute", "prefix_caching_off", "small_prefill_chunks")  # host 1: float32, small; host 2: prefix
-SHORT = dict(FEW_PROMPTS, campaign_bench_concurrency=[1], campaign_bench_trials=1, campaign_launches=1, campaign_aa=False,
-             campaign_server_env=fast_start_env("containers"))
+SHORT = dict(FEW_PROMPTS, campaign_bench_concurrency=[1], campaign_bench_trials=1, campaign_launches=1, campaign_aa=False)
 STATE_FILE = "%s/run/vllm-%d.json" % (STATE_DIR, PORT)
 STATUS_FILE = "%s/run/vllm-%d.status" % (STATE_DIR, PORT)
 # A host lost, or never there: the reason its cells give.
@@ -142,7 +141,11 @@ def test_modules_run_with_the_containers_own_python(fleet):
 def test_sigint_stops_every_server_in_every_container_and_keeps_finished_cells(interrupted):
     output = interrupted["output"]
     assert interrupted["rc"] == 130, output[-3000:]
-    assert "interrupted; servers stopped; 2 finished cell(s) kept" in output, output[-3000:]
+    # Both baselines are kept; a host whose variant run ended in the moments the stop took keeps that cell too (seen
+    # once on a loaded machine: host 2's variant had been measured for 35 s when the SIGINT came).
+    kept = sorted(str(p.relative_to(interrupted["cells"])) for p in interrupted["cells"].glob("*/*.json"))
+    assert "interrupted; servers stopped; %d finished cell(s) kept" % len(kept) in output, output[-3000:]
+    assert {"%s/baseline.json" % host for host in HOSTS} <= set(kept) and len(kept) <= 3, kept
     # No Ansible worker of the cancelled run survives to start a server again after the stop.
     assert fleet_.playbooks_on(INVENTORY) == []
     for host in HOSTS:
@@ -151,7 +154,6 @@ def test_sigint_stops_every_server_in_every_container_and_keeps_finished_cells(i
     for host in HOSTS:
         assert no_server_in(host), (host, fleet_.engine_processes(host))
         assert interrupted["baselines"][host]["status"] == "ok"
-    assert sorted(p.name for p in interrupted["cells"].glob("*/*.json")) == ["baseline.json", "baseline.json"]
 
 
 def test_the_resumed_campaign_runs_on_the_containers_and_merges_into_one_matrix(campaign, interrupted):
