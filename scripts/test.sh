@@ -29,7 +29,7 @@ sglang_client_build=$!
 # checkout's: pytest keeps a user's three latest runs and deletes older ones, also those of another
 # run still going (ansible-test runs a pytest of its own).
 temproot="${TMPDIR:-/tmp}/fleetopt-pytest-$(printf %s "$PWD" | md5sum | cut -c1-8)"
-mkdir -p "$temproot"/{beside,tolerant,measuring,fleet,timing,quiet}
+mkdir -p "$temproot/beside" "$temproot/tolerant" "$temproot/quiet"
 beside=()
 run_beside() {  # name, log, command...
   local name=$1 log=$2
@@ -37,27 +37,17 @@ run_beside() {  # name, log, command...
   "$@" > "$log" 2>&1 &
   beside+=("$!:$name:$log")
 }
-collect_beside() {  # waits for each job run_beside started, in order, and prints its output
-  local job pid name log code
-  for job in "${beside[@]}"; do
-    IFS=: read -r pid name log <<< "$job"
-    wait "$pid"
-    code=$?
-    phase "$name: exit $code (ran beside; its output follows)"
-    cat "$log"
-    [ "$code" -eq 0 ] || status=1
-  done
-  beside=()
-}
 run_beside "ansible-test sanity and units (the collection, from its tarball)" artifacts/ansible-test.log scripts/ansible_test.sh
 if [ -x tests/molecule/run_all.sh ] && [ "${FLEETOPT_SKIP_MOLECULE:-0}" != 1 ]; then
   run_beside "molecule" artifacts/molecule.log tests/molecule/run_all.sh
 fi
 # Arguments choose the tests themselves (e.g. -m "not e2e"): then they all run in the last phase.
+quiet_only=()
 if [ $# -eq 0 ]; then
   run_beside "unit and integration tests that time nothing" artifacts/pytest-beside.log \
     env PYTEST_DEBUG_TEMPROOT="$temproot/beside" python -m pytest -p no:cacheprovider --durations=10 \
     -m "not e2e and not browser and not timing"
+  quiet_only=(-m "(e2e or browser or timing) and not load_tolerant")
 fi
 
 phase "provisioning the local engine the end-to-end tests use (ansible-test and molecule beside it)"
@@ -75,29 +65,18 @@ if [ $# -eq 0 ]; then
     status=1
 fi
 
-collect_beside
+for job in "${beside[@]}"; do
+  IFS=: read -r pid name log <<< "$job"
+  wait "$pid"
+  code=$?
+  phase "$name: exit $code (ran beside; its output follows)"
+  cat "$log"
+  [ "$code" -eq 0 ] || status=1
+done
 
-# The slowest tests are listed at the end of each run, so a CI log shows where its time went.
-if [ $# -eq 0 ]; then
-  # Two streams at once: the end-to-end tests that measure (speed, verdicts) one after another, and
-  # beside them the other end-to-end tests (the container fleet, leases, the server's life cycle).
-  # Each stream mostly waits on one engine start-up at a time, which keeps one core busy; the two
-  # cores then both work. The timing tests follow with the machine to themselves.
-  phase "pytest: the end-to-end tests that measure, and beside them the other end-to-end tests"
-  run_beside "the end-to-end tests that measure" artifacts/pytest-measuring.log \
-    env PYTEST_DEBUG_TEMPROOT="$temproot/measuring" python -m pytest -p no:cacheprovider --durations=10 \
-    -m "measuring and not load_tolerant"
-  run_beside "the other end-to-end tests" artifacts/pytest-fleet.log \
-    env PYTEST_DEBUG_TEMPROOT="$temproot/fleet" python -m pytest -p no:cacheprovider --durations=10 \
-    -m "(e2e or browser) and not measuring and not load_tolerant and not timing and not quiet"
-  collect_beside
-  phase "pytest: the timing tests and the quiet end-to-end tests, with the machine to themselves"
-  PYTEST_DEBUG_TEMPROOT="$temproot/timing" python -m pytest --durations=25 \
-    -m "(timing or quiet) and not measuring and not load_tolerant" || status=1
-else
-  phase "pytest $*"
-  PYTEST_DEBUG_TEMPROOT="$temproot/quiet" python -m pytest --durations=25 "$@" || status=1
-fi
+phase "pytest${quiet_only:+: the other end-to-end, browser and timing tests}"
+# The slowest tests are listed at the end, so a CI log shows where its time went.
+PYTEST_DEBUG_TEMPROOT="$temproot/quiet" python -m pytest --durations=25 "${quiet_only[@]}" "$@" || status=1
 # A build no test waited for (a run of some tests only) is not left behind; the next run redoes it.
 kill -- -"$sglang_client_build" 2>/dev/null
 phase "done, status $status"

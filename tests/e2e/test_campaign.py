@@ -8,8 +8,6 @@ import pytest
 from e2e.conftest import isolated, run_fleetopt
 from helpers import free_port
 
-pytestmark = pytest.mark.measuring
-
 
 @pytest.fixture(scope="module")
 def campaign(tmp_path_factory, local_engine):

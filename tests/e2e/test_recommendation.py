@@ -44,8 +44,6 @@ import yaml
 from e2e.conftest import isolated, run_fleetopt
 from helpers import free_port
 
-pytestmark = pytest.mark.measuring
-
 CAMPAIGN = "e2e-recommend"
 PLANTED = [
     {"id": "restore_seqs", "title": "Planted helper: four sequences per step again", "tier": 9,

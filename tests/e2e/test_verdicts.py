@@ -14,8 +14,6 @@ import yaml
 from e2e.conftest import isolated, run_fleetopt
 from helpers import ROOT, bench_clients_under, free_port
 
-pytestmark = pytest.mark.measuring
-
 PLANTED = yaml.safe_load((ROOT / "tests" / "fixtures" / "planted_effects.yml").read_text())
 # The embedded default's design, without its capacity search: the verdicts are taken at the planted level.
 DESIGN = {"campaign_launches": 2, "campaign_bench_max_trials": 3, "campaign_bench_target_halfwidth_pct": 3.0,

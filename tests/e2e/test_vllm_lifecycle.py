@@ -95,8 +95,6 @@ def timings(result):
     }
 
 
-# Beside another stream of end-to-end tests its bursts grew: 39 % of token gaps under the floor, against 25 % allowed.
-@pytest.mark.quiet
 def test_decode_steps_take_measurable_time_and_ttft_is_a_minority_of_a_request(local_engine, served, tmp_path):
     assert served["started"]["server"]["status"] == "ready", served["started"]
     base_url = served["started"]["server"]["base_url"]
