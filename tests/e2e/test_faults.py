@@ -113,7 +113,7 @@ def mounted(tmp_path):
 
 def test_a_read_only_results_folder_is_refused_before_anything_starts(tmp_path, local_engine, mounted):
     results = mounted("size=1m,ro")
-    rc, output = run_fleetopt("run", "--only", "float32_compute", *isolated(tmp_path, free_port(), "e2e-ro", fast_start=True),
+    rc, output = run_fleetopt("run", "--only", "float32_compute", *isolated(tmp_path, free_port(), "e2e-ro"),
                               "--results", str(results))
     assert rc == 1
     assert "cannot take the campaign's results" in output and "Read-only file system" in output
@@ -123,7 +123,7 @@ def test_a_read_only_results_folder_is_refused_before_anything_starts(tmp_path, 
 def test_a_full_disk_is_refused_before_anything_starts(tmp_path, local_engine, mounted):
     results = mounted("size=256k")
     (results / "filler").write_bytes(b"\0" * 200 * 1024)
-    rc, output = run_fleetopt("run", "--only", "float32_compute", *isolated(tmp_path, free_port(), "e2e-full", fast_start=True),
+    rc, output = run_fleetopt("run", "--only", "float32_compute", *isolated(tmp_path, free_port(), "e2e-full"),
                               "--results", str(results))
     assert rc == 1
     assert "MiB free under" in output and "campaign_min_free_mb" in output
