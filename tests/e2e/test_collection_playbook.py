@@ -29,7 +29,7 @@ PLAYBOOK = """
         served_model_name: tiny
         port: %(port)d
         flags: {"--enforce-eager": true, "--max-model-len": 1024}
-        env: {VLLM_CPU_KVCACHE_SPACE: "1"}
+        env: {VLLM_CPU_KVCACHE_SPACE: "1", VLLM_ENABLE_V1_MULTIPROCESSING: "0"}
         engine_spec: "{{ engine_spec }}"
         log_path: "%(work)s/server.log"
         run_dir: "%(work)s/run"
