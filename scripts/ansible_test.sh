@@ -50,11 +50,7 @@ collection_copy() {
 
 # The unit tests of the collection's plugins (modules, module_utils, filters, action plugin);
 # the controller package's tests run under pytest only (scripts/test.sh).
-units=(tests/unit/test_versions.py tests/unit/test_engine.py tests/unit/test_engine_registry.py
-       tests/unit/test_logwatch.py tests/unit/test_startup_follow.py tests/unit/test_cell_outcome.py
-       tests/unit/test_cell_writer.py tests/unit/test_plan_module.py tests/unit/test_vllm_adapter.py
-       tests/unit/test_gpu_facts.py tests/unit/test_compile_cache.py tests/unit/test_module_docs.py
-       tests/unit/test_warmup_settle.py)
+mapfile -t units < <(grep -v '^#' tests/ansible_test_units.txt)
 
 [ $# -gt 0 ] || set -- sanity units
 status=0

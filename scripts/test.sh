@@ -44,9 +44,11 @@ fi
 # Arguments choose the tests themselves (e.g. -m "not e2e"): then they all run in the last phase.
 quiet_only=()
 if [ $# -eq 0 ]; then
+  # Those that ansible-test runs on the collection's tarball (above) are not run twice.
+  mapfile -t ansible_test_units < <(grep -v '^#' tests/ansible_test_units.txt)
   run_beside "unit and integration tests that time nothing" artifacts/pytest-beside.log \
     env PYTEST_DEBUG_TEMPROOT="$temproot/beside" python -m pytest -p no:cacheprovider --durations=10 \
-    -m "not e2e and not browser and not timing"
+    -m "not e2e and not browser and not timing" "${ansible_test_units[@]/#/--ignore=}"
   quiet_only=(-m "(e2e or browser or timing) and not load_tolerant")
 fi
 
