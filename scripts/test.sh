@@ -7,7 +7,19 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 started=$SECONDS
-phase() { echo "== $1 (at +$((SECONDS - started)) s)"; }
+# CPU time of the whole machine (every process, servers and containers included), in clock ticks, from /proc/stat.
+busy_ticks() { local _cpu user nice system idle iowait rest; read -r _cpu user nice system idle iowait rest < /proc/stat; echo $((user + nice + system)) $((idle + iowait)); }
+read -r last_busy last_idle <<< "$(busy_ticks)"
+last_at=$SECONDS
+# Each line also says how busy the machine was since the line before: where CI's time goes, and whether more
+# running side by side could have gained anything (not where every core was busy).
+phase() {
+  local busy idle cores
+  read -r busy idle <<< "$(busy_ticks)"
+  cores=$(awk -v b=$((busy - last_busy)) -v i=$((idle - last_idle)) -v n="$(nproc)" 'BEGIN { printf "%.2f", (b + i) ? n * b / (b + i) : 0 }')
+  echo "== $1 (at +$((SECONDS - started)) s; since the last line: $((SECONDS - last_at)) s, $cores of $(nproc) cores busy)"
+  last_busy=$busy last_idle=$idle last_at=$SECONDS
+}
 
 scripts/bootstrap.sh || exit 1
 export PATH="$PWD/.venv/bin:$PATH"
