@@ -98,15 +98,17 @@ def test_the_recommendation_holds_the_helper_and_leaves_out_the_conflict_with_th
     assert set(out) == {"two_seqs", LOSS}, out
     assert "VLLM_CPU_OMP_THREADS_BIND" not in recommendation["inventory"].get("campaign_server_env", {}), recommendation
     variants = summary_of(measured["folder"])
-    # The loss is left out for its own verdict and measured slower than the baseline at every level: regressed in
+    # The loss is left out for its own verdict and measured slower than the baseline at c=4: regressed in
     # one run here (-35 % at c=4, -38 % at c=2); in another the weakened baseline's own 3 trials spread by 17 % and
     # the loss (-31 % at c=4, -19 % at c=2) stayed inconclusive, which is the verdict the rule owes such noise.
     assert out[LOSS]["why"] in ("regressed", "inconclusive") and out[LOSS]["why"] == variants[LOSS]["verdict"], \
         out[LOSS]
-    # At every level both measured (c=4, and c=2 where both searched it; the loss's c=1 has no baseline beside it).
-    changes = {level["concurrency"]: level["change"]["change_pct"] for level in variants[LOSS]["levels"]
-               if level["change"]}
-    assert 4 in changes and all(change < 0 for change in changes.values()), variants[LOSS]["levels"]
+    # Slower at the planned level, c=4, where the unpinned threads compete with the API server and the client for
+    # the two cores; at no level both measured is it shown faster. At the search's lower levels there is little to
+    # compete for: one run here measured -23 % at c=4 but +2 % at c=2 and +9 % at c=1, each interval about +-35 %.
+    changes = {level["concurrency"]: level["change"] for level in variants[LOSS]["levels"] if level["change"]}
+    assert 4 in changes and changes[4]["change_pct"] < 0, variants[LOSS]["levels"]
+    assert not any(change["ci_low_pct"] > 0 for change in changes.values()), variants[LOSS]["levels"]
     verdict = variants["two_seqs"]["verdict"]
     if verdict == "improved":
         assert out["two_seqs"]["why"] == "conflicting" and "restore_seqs" in out["two_seqs"]["reason"] \
