@@ -14,8 +14,8 @@ import time
 from e2e.conftest import FEW_PROMPTS, SINGLE_LAUNCH, fast_start_env
 from helpers import ROOT, bench_clients_under, free_port, processes_listening_as
 
-# Long enough for the step from the server's start to its benchmark, which nothing renews in between (CI once took
-# more than 6 s there on a loaded machine); the lease-renewing run below lasts three times as long on an idle one.
+# Long enough for the step from the server's start to its benchmark, which nothing renews in between (a loaded machine
+# here once took more than 6 s there); the lease-renewing run below lasts three times as long on an idle one.
 LEASE_S = 12
 
 
