@@ -30,13 +30,26 @@ def local_engine():
     return {"python": str(ENGINE_PYTHON), "model": str(MODEL_DIR)}
 
 
-def local_server_args(engine, folder, port, name, max_model_len=1024, **extra):
+# The server's own process for the engine's worker (and vLLM's OpenMP binding in it) costs a third import of vLLM
+# at every start-up: VLLM_ENABLE_V1_MULTIPROCESSING=0 runs the worker in the engine core's process instead.
+FAST_START = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
+# A server of the local engine needs no more than this KV cache; vLLM's CPU default is far more than a small machine has.
+LOCAL_SERVER_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1"}
+
+
+def local_server_env(fast_start=False):
+    """The environment of a test's own server of the local engine; fast_start: FAST_START too (for tests that time
+    nothing)."""
+    return dict(LOCAL_SERVER_ENV, **(FAST_START if fast_start else {}))
+
+
+def local_server_args(engine, folder, port, name, max_model_len=1024, fast_start=False, **extra):
     """fleetopt_server's arguments for an eager vLLM server of the local engine, its log and state under `folder`."""
     import yaml
 
     args = dict(name=name, engine="vllm", python=engine["python"], model=engine["model"], served_model_name="tiny",
                 port=port, flags={"--enforce-eager": True, "--max-model-len": max_model_len},
-                env={"VLLM_CPU_KVCACHE_SPACE": "1"},
+                env=local_server_env(fast_start),
                 engine_spec=yaml.safe_load((ROOT / "library" / "engines" / "vllm.yml").read_text()),
                 log_path=str(pathlib.Path(folder) / "server.log"), run_dir=str(pathlib.Path(folder) / "run"),
                 startup_timeout=240)
@@ -77,11 +90,6 @@ FEW_PROMPTS = {"campaign_bench_min_prompts": 8, "campaign_bench_prompts_per_conc
 # Test campaigns keep their state apart, but share one compile cache (as a host's campaigns do), so
 # torch.compile's kernels are compiled once per machine, not once per test run.
 E2E_COMPILE_CACHE = HOME / ".cache" / "fleetopt-e2e" / "vllm"
-
-
-# The server's own process for the engine's worker (and vLLM's OpenMP binding in it) costs a third import of vLLM
-# at every start-up: VLLM_ENABLE_V1_MULTIPROCESSING=0 runs the worker in the engine core's process instead.
-FAST_START = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
 
 
 def fast_start_env(inventory="local"):

@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from collection_build import BIN, build_and_install, outside_env
+from e2e.conftest import local_server_env
 from helpers import free_port
 
 pytestmark = pytest.mark.load_tolerant
@@ -29,7 +30,7 @@ PLAYBOOK = """
         served_model_name: tiny
         port: %(port)d
         flags: {"--enforce-eager": true, "--max-model-len": 1024}
-        env: {VLLM_CPU_KVCACHE_SPACE: "1", VLLM_ENABLE_V1_MULTIPROCESSING: "0"}
+        env: %(env)s
         engine_spec: "{{ engine_spec }}"
         log_path: "%(work)s/server.log"
         run_dir: "%(work)s/run"
@@ -76,7 +77,8 @@ def test_a_users_playbook_runs_the_installed_collection_by_fqcn(local_engine, tm
     user.mkdir()
     port = free_port()
     (user / "bench.yml").write_text(PLAYBOOK % {"installed": installed["installed"], "python": local_engine["python"],
-                                                "model": local_engine["model"], "port": port, "work": user})
+                                                "model": local_engine["model"], "port": port, "work": user,
+                                                "env": json.dumps(local_server_env(fast_start=True))})
     proc = subprocess.run([str(BIN / "ansible-playbook"), "-i", "localhost,", "-e",
                            "ansible_python_interpreter=%s" % sys.executable, "bench.yml"], cwd=str(user),
                           env=outside_env(installed["collections"]), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

@@ -9,7 +9,7 @@ import time
 import pytest
 import yaml
 
-from e2e.conftest import FAST_START, SINGLE_LAUNCH, isolated, run_fleetopt
+from e2e.conftest import SINGLE_LAUNCH, isolated, local_server_env, run_fleetopt
 from helpers import ROOT, free_port, pid_gone, processes_listening_as
 from module_runner import run_module
 
@@ -34,7 +34,7 @@ def killed(tmp_path_factory, local_engine):
     stale = run_module("fleetopt_server", dict(
         name="vllm-%d" % port, engine="vllm", python=local_engine["python"], model=local_engine["model"],
         served_model_name="tiny-llama", port=port, flags={"--enforce-eager": True, "--max-model-len": 256},
-        env=dict(VLLM_CPU_KVCACHE_SPACE="1", **FAST_START), engine_spec=spec, log_path=str(base / "stale.log"),
+        env=local_server_env(fast_start=True), engine_spec=spec, log_path=str(base / "stale.log"),
         run_dir=str(base / "state" / "run")))
     assert stale["server"]["status"] == "ready"
 

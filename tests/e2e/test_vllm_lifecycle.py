@@ -35,7 +35,7 @@ import time
 
 import pytest
 
-from e2e.conftest import FAST_START, local_server_args
+from e2e.conftest import local_server_args
 from helpers import free_port, pid_gone
 from module_runner import run_module
 
@@ -128,8 +128,7 @@ def test_an_unknown_flag_is_classified_when_the_engine_refuses_it(local_engine, 
 def test_a_server_killed_during_the_benchmark_fails_that_level_and_is_explained(local_engine, tmp_path):
     port = free_port()
     # It times nothing: the fast start will do.
-    started = run_module("fleetopt_server", server_args(local_engine, tmp_path, port,
-                                                         env=dict(VLLM_CPU_KVCACHE_SPACE="1", **FAST_START)))
+    started = run_module("fleetopt_server", server_args(local_engine, tmp_path, port, fast_start=True))
     assert started["server"]["status"] == "ready", started
     pid = started["server"]["pid"]
     # The engine dies on its own (the supervisor, which owns the session, stays to record it).
