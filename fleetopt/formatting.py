@@ -13,10 +13,13 @@ def fmt_change(comparison):
     """'+5.2 % [+1.0, +9.4]' from a stats.compare result (empty when there is none)."""
     if not comparison or comparison.get("change_pct") is None:
         return ""
-    text = fmt_pct(comparison["change_pct"])
-    if comparison.get("ci_low_pct") is not None:
-        text += " [%+.1f, %+.1f]" % (comparison["ci_low_pct"], comparison["ci_high_pct"])
-    return text
+    interval = fmt_interval(comparison.get("ci_low_pct"), comparison.get("ci_high_pct"))
+    return fmt_pct(comparison["change_pct"]) + (" " + interval if interval else "")
+
+
+def fmt_interval(low, high):
+    """'[-1.2, +2.0]' (empty when there is none)."""
+    return "" if low is None or high is None else "[%+.1f, %+.1f]" % (low, high)
 
 
 def at_level(gain):

@@ -18,11 +18,12 @@ from fleetopt.capacity_verdict import METRIC as CAPACITY, capacity_rules
 from fleetopt.cost import power_text
 from fleetopt.files import write_atomically
 from fleetopt.formatting import (against_own_baseline, at_level, fmt, fmt_capacity, fmt_capacity_against, fmt_capacity_range,
-                                 fmt_change, fmt_goodput, fmt_mean_ci, fmt_money, fmt_slo)
+                                 fmt_change, fmt_confidence, fmt_goodput, fmt_interval, fmt_mean_ci, fmt_money, fmt_slo)
 from fleetopt.hosts import fill_missing_cells, troubled_hosts
 from fleetopt.html_report import write_html_report
 from fleetopt.launches import describe_design
 from fleetopt.llmd_export import write_llmd_reports
+from fleetopt import stats
 from fleetopt.recommend import STATUS_PROPOSED, recommend, write_recommendation
 from fleetopt.summary import UNITS_OF_REPLICATION, build_summary, comparison_method, load_cells
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engine import SLO_KEYS  # fleetopt.recommend set the path
@@ -84,12 +85,15 @@ def verdict_rules(settings):
         "again beside it in its stage: the matrix's could be hours old), from the interval of the relative change "
         "(%s) at %d %% confidence; intervals are simultaneous over the m levels (Bonferroni) a variant was compared at, so "
         "each level's interval is at 1 - %.2f/m. improved / regressed: the interval excludes 0 and the change "
-        "is at least %.1f %%; neutral: the whole interval lies inside ±%.1f %%; otherwise inconclusive (the "
-        "reason names the interval, the spread and the trials). A level the variant failed while the baseline "
-        "measured counts as failed: mixed with an improved level, regressed without." % (
+        "is at least %.1f %%; neutral: two one-sided tests at %s %% each show the change inside ±%.1f %% (its "
+        "%s %% equivalence interval lies inside the band), at each level on its own, since an optimization is "
+        "neutral only where every level is; otherwise inconclusive (the reason names the intervals, the spread "
+        "and the trials). A level the variant failed while the baseline measured counts as failed: mixed with an "
+        "improved level, regressed without." % (
             settings["verdict_metric"], comparison_method(settings),
             round(settings["confidence"] * 100), 1 - settings["confidence"],
-            settings["min_effect_pct"], settings["min_effect_pct"]))
+            settings["min_effect_pct"], fmt_confidence(1 - settings["confidence"]), settings["min_effect_pct"],
+            fmt_confidence(stats.equivalence_level(settings["confidence"]))))
 
 
 def capacity_text(summary):
@@ -248,8 +252,10 @@ def noise_floor_text(summary):
         return "No A/A run in this campaign (it was turned off: `-e aa=false`).\n\n" + \
             aa_text(summary)
     table = tabulate(
-        [[f["host"], f["concurrency"], f["verdict"], fmt_change(f), f.get("reason") or ""] for f in floor],
-        headers=["host", "conc.", "baseline vs itself", "change [simultaneous CI]", "why"], tablefmt="github")
+        [[f["host"], f["concurrency"], f["verdict"], fmt_change(f), fmt_interval(f.get("eq_low_pct"), f.get("eq_high_pct")),
+          f.get("reason") or ""] for f in floor],
+        headers=["host", "conc.", "baseline vs itself", "change [simultaneous CI]", "equivalence interval", "why"],
+        tablefmt="github")
     return aa_text(summary) + "\n\n" + table
 
 

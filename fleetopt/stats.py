@@ -6,12 +6,19 @@ variances) and the minimum effect:
 
 - improved / regressed: the interval excludes 0 and the point change is at least the
   minimum effect in the better / worse direction;
-- neutral: equivalence is shown, the whole interval lies inside [-min effect, +min effect];
+- neutral: equivalence is shown by two one-sided tests (Schuirmann's TOST) at 1 - confidence each:
+  the equivalence interval, at 1 - 2 (1 - confidence) (90 % for 95 %), lies inside
+  [-min effect, +min effect];
 - inconclusive otherwise (and with fewer than two trials on a side), with a reason that names
   the interval, the minimum effect, each side's coefficient of variation and trial count.
 
-The confidence of each interval is adjusted for the family of levels it is judged with
-(Bonferroni: 1 - (1 - confidence) / m), so that m levels together keep the stated confidence.
+The confidence of the interval of an effect is adjusted for the family of levels it is judged
+with (Bonferroni: 1 - (1 - confidence) / m), so that m levels together keep the stated confidence:
+an optimization improves or regresses where any one level does. The equivalence interval is not
+adjusted: an optimization (and a host's A/A) is neutral only where every level is, and a claim
+that needs every test of the family to reject keeps the family's error rate with each test at the
+stated level (intersection-union). Bonferroni there would hold back the A/A of a quiet host: three
+trials 1 % apart over three levels cannot show equivalence within 3 % at 98.3 %.
 
 Where some configuration of a host was launched more than once at a level, the launch is the unit
 of replication (compare_launches): trials of one launch share that launch's offset (memory layout,
@@ -55,6 +62,11 @@ def bonferroni(confidence, family_size):
     return 1.0 - (1.0 - confidence) / max(int(family_size), 1)
 
 
+def equivalence_level(confidence):
+    """The confidence of the interval whose lying inside the band is two one-sided tests, each at 1 - `confidence`."""
+    return 1.0 - 2.0 * (1.0 - confidence)
+
+
 def cv_pct(values):
     """Coefficient of variation (sample std / |mean|) in percent; None with fewer than 2 values."""
     data = np.asarray(_finite(values))
@@ -91,19 +103,23 @@ def _spread(result, n_variant, n_baseline):
 def _judge(result, higher_is_better, min_effect_pct, spread):
     """(verdict, reason) from the interval already in `result`; `spread` describes the samples behind it."""
     change, low, high = result["change_pct"], result["ci_low_pct"], result["ci_high_pct"]
+    eq_low, eq_high = result["eq_low_pct"], result["eq_high_pct"]
     shown = "%+.1f %% [%+.1f, %+.1f] at %s %% confidence" % (change, low, high, fmt_confidence(result["confidence"]))
+    eq_shown = "[%+.1f, %+.1f] at %s %% confidence" % (eq_low, eq_high, fmt_confidence(result["eq_confidence"]))
     excludes_zero = low > 0 or high < 0
     if excludes_zero and abs(change) >= min_effect_pct:
         better = change > 0 if higher_is_better else change < 0
         return ("improved" if better else "regressed",
                 "%s: the interval excludes 0 and the change is at least %.1f %%" % (shown, min_effect_pct))
-    if -min_effect_pct <= low and high <= min_effect_pct:
-        return "neutral", "%s: the interval lies inside ±%.1f %% (equivalent)" % (shown, min_effect_pct)
+    if -min_effect_pct <= eq_low and eq_high <= min_effect_pct:
+        return "neutral", "%s: the equivalence interval %s lies inside ±%.1f %% (equivalent: two one-sided tests)" % (
+            shown, eq_shown, min_effect_pct)
     if excludes_zero:
-        why = "the change is real but smaller than %.1f %%, and the interval reaches beyond ±%.1f %%" % (
-            min_effect_pct, min_effect_pct)
+        why = "the change is real but smaller than %.1f %%, and the equivalence interval %s reaches beyond ±%.1f %%" % (
+            min_effect_pct, eq_shown, min_effect_pct)
     else:
-        why = "the interval contains 0 and reaches beyond ±%.1f %%" % min_effect_pct
+        why = "the interval contains 0 and the equivalence interval %s reaches beyond ±%.1f %%" % (
+            eq_shown, min_effect_pct)
     return "inconclusive", "%s: %s (interval width %.1f points against a band of %.1f); %s" % (
         shown, why, high - low, 2 * min_effect_pct, spread)
 
@@ -125,18 +141,22 @@ def compare(variant, baseline, higher_is_better=True, confidence=DEFAULT_CONFIDE
     level = bonferroni(confidence, family_size)
     result = {"change_pct": change, "ci_low_pct": None, "ci_high_pct": None, "p_value": None,
               "significant": False, "tested": False, "verdict": "inconclusive", "reason": None,
-              "cv_variant_pct": cv_pct(a), "cv_baseline_pct": cv_pct(b), "confidence": level}
+              "cv_variant_pct": cv_pct(a), "cv_baseline_pct": cv_pct(b), "confidence": level,
+              "eq_low_pct": None, "eq_high_pct": None, "eq_confidence": equivalence_level(confidence)}
     if len(a) < 2 or len(b) < 2:
         result["reason"] = "fewer than two trials on a side (variant %d, baseline %d): no interval, change %+.1f %%" % (
             len(a), len(b), change)
         return result
     if np.std(a) == 0 and np.std(b) == 0:
-        result.update(ci_low_pct=change, ci_high_pct=change, p_value=0.0 if change != 0 else 1.0, tested=True)
+        result.update(ci_low_pct=change, ci_high_pct=change, eq_low_pct=change, eq_high_pct=change,
+                      p_value=0.0 if change != 0 else 1.0, tested=True)
     else:
         test = stats.ttest_ind(a, b, equal_var=False)
-        interval = test.confidence_interval(level)
+        interval, eq_interval = test.confidence_interval(level), test.confidence_interval(result["eq_confidence"])
         result.update(ci_low_pct=float(interval.low) / abs(base_mean) * 100.0,
                       ci_high_pct=float(interval.high) / abs(base_mean) * 100.0,
+                      eq_low_pct=float(eq_interval.low) / abs(base_mean) * 100.0,
+                      eq_high_pct=float(eq_interval.high) / abs(base_mean) * 100.0,
                       p_value=float(test.pvalue), tested=True)
     result["significant"] = bool(result["ci_low_pct"] > 0 or result["ci_high_pct"] < 0)
     result["verdict"], result["reason"] = _judge(result, higher_is_better, min_effect_pct, _spread(result, len(a), len(b)))
@@ -166,11 +186,15 @@ def _launch_result(log_ratio, launches, pooled, higher_is_better, confidence, mi
     launch_cv = math.sqrt(math.expm1(variance)) * 100.0
     result = {"change_pct": change, "ci_low_pct": change, "ci_high_pct": change, "p_value": 0.0 if change else 1.0,
               "significant": False, "tested": True, "verdict": "inconclusive", "reason": None, "confidence": level,
+              "eq_low_pct": change, "eq_high_pct": change, "eq_confidence": equivalence_level(confidence),
               "compared": "launches", "launch_cv_pct": launch_cv, "launch_df": df}
     se = math.sqrt(variance * sum(1.0 / n for n in launches))
     if se > 0:
         half = float(stats.t.ppf(1 - (1 - level) / 2, df)) * se
+        eq_half = float(stats.t.ppf(1 - (1 - result["eq_confidence"]) / 2, df)) * se
         result.update(ci_low_pct=math.expm1(log_ratio - half) * 100.0, ci_high_pct=math.expm1(log_ratio + half) * 100.0,
+                      eq_low_pct=math.expm1(log_ratio - eq_half) * 100.0,
+                      eq_high_pct=math.expm1(log_ratio + eq_half) * 100.0,
                       p_value=float(2 * stats.t.sf(abs(log_ratio) / se, df)))
     result["significant"] = bool(result["ci_low_pct"] > 0 or result["ci_high_pct"] < 0)
     spread += "; launch-to-launch CV %.1f %%, pooled over this host's configurations at this level (%d degree(s) " \
@@ -253,14 +277,18 @@ def compare_effects(variant, variant_baseline, other, other_baseline, higher_is_
     result = {"change_pct": change, "ci_low_pct": None, "ci_high_pct": None, "p_value": None,
               "significant": False, "tested": False, "verdict": "inconclusive", "reason": None,
               "cv_variant_pct": cvs[0], "cv_baseline_pct": cvs[2], "cv_stage_baselines_pct": [cvs[1], cvs[3]],
-              "confidence": level, "compared": "effects"}
+              "confidence": level, "compared": "effects", "eq_low_pct": None, "eq_high_pct": None,
+              "eq_confidence": equivalence_level(confidence)}
     if min(len(side) for side in sides) < 2:
         result["reason"] = "fewer than two trials on a side (%s): no interval, change %+.1f %%" % (
             ", ".join(str(len(side)) for side in sides), change)
         return result
     log_ratio, half, p_value = _log_interval(sides, level)
+    eq_half = _log_interval(sides, result["eq_confidence"])[1]
     result.update(ci_low_pct=(math.exp(log_ratio - half) - 1.0) * 100.0,
-                  ci_high_pct=(math.exp(log_ratio + half) - 1.0) * 100.0, p_value=p_value, tested=True)
+                  ci_high_pct=(math.exp(log_ratio + half) - 1.0) * 100.0,
+                  eq_low_pct=(math.exp(log_ratio - eq_half) - 1.0) * 100.0,
+                  eq_high_pct=(math.exp(log_ratio + eq_half) - 1.0) * 100.0, p_value=p_value, tested=True)
     result["significant"] = bool(result["ci_low_pct"] > 0 or result["ci_high_pct"] < 0)
     spread = ("CV %s over %d trial(s) against its baseline's %s over %d, the other %s over %d against its baseline's "
               "%s over %d" % tuple(x for cv, side in zip(cvs, sides) for x in (_pct(cv), len(side))))

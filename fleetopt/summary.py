@@ -348,6 +348,7 @@ def noise_floor(rows, verdict_metric, summaries=()):
             if compared:
                 floor.append({"host": entry["host"], "concurrency": None, "metric": CAPACITY,
                               "change_pct": compared["change_pct"], "ci_low_pct": None, "ci_high_pct": None,
+                              "eq_low_pct": None, "eq_high_pct": None, "eq_confidence": None,
                               "confidence": compared["confidence"], "verdict": compared["verdict"],
                               "reason": compared["reason"]})
         return floor
@@ -357,6 +358,8 @@ def noise_floor(rows, verdict_metric, summaries=()):
             floor.append({"host": row["host"], "concurrency": row["concurrency"], "metric": verdict_metric,
                           "change_pct": comparison.get("change_pct"), "ci_low_pct": comparison.get("ci_low_pct"),
                           "ci_high_pct": comparison.get("ci_high_pct"), "confidence": comparison.get("confidence"),
+                          "eq_low_pct": comparison.get("eq_low_pct"), "eq_high_pct": comparison.get("eq_high_pct"),
+                          "eq_confidence": comparison.get("eq_confidence"),
                           "verdict": comparison.get("verdict"), "reason": comparison.get("reason")})
     return floor
 

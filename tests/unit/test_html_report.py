@@ -64,7 +64,7 @@ def test_every_variant_has_its_verdict_and_failures_their_cause_and_remedy(campa
 def test_noise_floor_is_shown_when_there_is_an_aa_run_and_explained_when_not(campaign, tmp_path):
     _, summary, cells, html = campaign
     table = re.search(r'<table id="noise-floor-table">(.*?)</table>', html, re.S).group(1)
-    assert table.count("<tr>") == 3 and "+0.1 % [-2.5, +2.8]" in table and "(equivalent)" in table
+    assert table.count("<tr>") == 3 and "+0.1 % [-2.5, +2.8]" in table and "(equivalent: two one-sided tests)" in table
     assert "the baseline is equivalent to itself (A/A neutral)" in html
     assert "noise-floor-warning" not in html
     without_aa = [c for c in cells if c["variant"] != "baseline_aa"]

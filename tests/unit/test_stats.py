@@ -62,6 +62,29 @@ def test_equivalence_within_the_minimum_effect_is_neutral():
     assert result["verdict"] == "neutral" and "equivalent" in result["reason"]
 
 
+def test_equivalence_is_two_one_sided_tests_at_the_stated_confidence_each_level_on_its_own():
+    # Bonferroni over 3 levels widens the interval of an effect to 98.3 % and past the band here; equivalence is
+    # shown by Schuirmann's two one-sided tests at 5 % each (the 90 % interval inside the band), unadjusted: an
+    # optimization is neutral only where every level is (intersection-union), which keeps the family's 5 %.
+    variant, baseline = [100.5, 101.5, 99.5], [100.0, 101.0, 99.0]
+    result = stats.compare(variant, baseline, min_effect_pct=3.0, family_size=3)
+    assert result["ci_low_pct"] < -2.5 and result["ci_high_pct"] > 3.0  # the effect's interval, at 98.3 %
+    low, high = scipy_interval_pct(variant, baseline, 0.90)
+    assert result["eq_low_pct"] == pytest.approx(low) and result["eq_high_pct"] == pytest.approx(high)
+    assert result["eq_confidence"] == pytest.approx(0.90)
+    bound = 0.03 * np.mean(baseline)
+    above = sps.ttest_ind(np.add(variant, bound), baseline, equal_var=False, alternative="greater").pvalue
+    below = sps.ttest_ind(np.subtract(variant, bound), baseline, equal_var=False, alternative="less").pvalue
+    assert max(above, below) < 0.05  # scipy's own two one-sided tests reject non-equivalence
+    assert result["verdict"] == "neutral" and "two one-sided tests" in result["reason"]
+    assert "at 90 % confidence" in result["reason"]
+    # Just past the band the same tests keep it open: inconclusive.
+    wide = stats.compare([101.5, 102.5, 100.5], baseline, min_effect_pct=3.0, family_size=3)
+    bound_hi = sps.ttest_ind(np.subtract([101.5, 102.5, 100.5], bound), baseline, equal_var=False,
+                             alternative="less").pvalue
+    assert bound_hi > 0.05 and wide["eq_high_pct"] > 3.0 and wide["verdict"] == "inconclusive"
+
+
 def test_an_interval_straddling_zero_and_the_band_is_inconclusive_never_neutral():
     result = stats.compare([150.0, 60.0, 140.0], [100.0, 130.0, 70.0])
     assert not result["significant"] and result["ci_low_pct"] < -3.0 and result["ci_high_pct"] > 3.0
@@ -159,6 +182,9 @@ def test_the_interval_of_effects_is_a_t_interval_on_the_log_scale_from_all_four_
     assert result["ci_low_pct"] == pytest.approx((math.exp(log_ratio - half) - 1) * 100)
     assert result["ci_high_pct"] == pytest.approx((math.exp(log_ratio + half) - 1) * 100)
     assert result["p_value"] == pytest.approx(2 * sps.t.sf(abs(log_ratio) / se, df))
+    eq_half = sps.t.ppf(0.95, df) * se  # two one-sided tests at 5 %: not adjusted for the family
+    assert result["eq_low_pct"] == pytest.approx((math.exp(log_ratio - eq_half) - 1) * 100)
+    assert result["eq_high_pct"] == pytest.approx((math.exp(log_ratio + eq_half) - 1) * 100)
 
 
 def test_effects_with_one_trial_on_a_side_are_not_tested_and_without_values_not_compared():
@@ -191,6 +217,9 @@ def test_launches_pooled_only_with_each_other_give_students_interval_on_the_logs
     assert result["ci_low_pct"] == pytest.approx(math.expm1(interval.low) * 100.0)
     assert result["ci_high_pct"] == pytest.approx(math.expm1(interval.high) * 100.0)
     assert result["p_value"] == pytest.approx(test.pvalue)
+    equivalence = test.confidence_interval(0.90)
+    assert result["eq_low_pct"] == pytest.approx(math.expm1(equivalence.low) * 100.0)
+    assert result["eq_high_pct"] == pytest.approx(math.expm1(equivalence.high) * 100.0)
     geometric = math.exp(np.mean(np.log(variant)) - np.mean(np.log(baseline)))
     assert result["change_pct"] == pytest.approx((geometric - 1.0) * 100.0)
 
@@ -202,6 +231,10 @@ def test_one_launch_a_side_is_judged_with_the_spread_pooled_from_other_configura
     assert result["confidence"] == pytest.approx(0.975)
     assert result["ci_low_pct"] == pytest.approx(math.expm1(math.log(1.3) - half) * 100.0)
     assert result["verdict"] == "improved" and (result["launches_variant"], result["launches_baseline"]) == (1, 1)
+    eq_half = sps.t.ppf(0.95, 6) * math.log(1.02) * math.sqrt(2.0)
+    assert result["eq_low_pct"] == pytest.approx(math.expm1(math.log(1.3) - eq_half) * 100.0)
+    same = stats.compare_launches([100.0], [100.0], pooled, family_size=2, min_effect_pct=6.0)
+    assert same["ci_high_pct"] > 6.0 and same["eq_high_pct"] < 6.0 and same["verdict"] == "neutral", same  # 98.75 %, 90 %
     assert result["launch_cv_pct"] == pytest.approx(math.sqrt(math.expm1(math.log(1.02) ** 2)) * 100.0)
     wide = stats.compare_launches([104.0], [100.0], pooled)
     assert wide["verdict"] == "inconclusive" and "variant 1 launch(es), baseline 1" in wide["reason"]
