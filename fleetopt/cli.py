@@ -14,13 +14,17 @@ def build_parser():
     report = sub.add_parser("report", help="merge a campaign's cells into summary.json and report.md")
     report.add_argument("campaign_dir")
     report.add_argument("--latest-link", help="symlink to point at this campaign (e.g. results/latest)")
-    report.add_argument("--verdict-metric", default="output_throughput", choices=VERDICT_METRICS,
-                        help="metric the verdicts are based on (default: output_throughput), or capacity: each "
-                             "variant's capacity under the SLOs against its baseline's (needs SLOs, from the cells "
-                             "or --slo)")
-    report.add_argument("--confidence", type=float, default=0.95, help="confidence level (default: 0.95)")
-    report.add_argument("--min-effect", type=float, default=3.0,
-                        help="smallest change in percent that counts as improved or regressed (default: 3)")
+    # The three verdict settings default to what the campaign ran with, as its cells record it, so that a report run
+    # again by hand gives the campaign's verdicts; cells from before that was recorded get the defaults named here.
+    report.add_argument("--verdict-metric", choices=VERDICT_METRICS,
+                        help="metric the verdicts are based on (default: the campaign's, else output_throughput), or "
+                             "capacity: each variant's capacity under the SLOs against its baseline's (needs SLOs, "
+                             "from the cells or --slo)")
+    report.add_argument("--confidence", type=float,
+                        help="confidence level (default: the campaign's, else 0.95)")
+    report.add_argument("--min-effect", type=float,
+                        help="smallest change in percent that counts as improved or regressed (default: the "
+                             "campaign's, else 3)")
     report.add_argument("--slo", action="append", metavar="KEY=MS",
                         help="judge capacity under this SLO instead of the ones the cells were measured under "
                              "(p99_ttft_ms, p99_tpot_ms, p99_itl_ms; repeat for several); goodput stays as measured")

@@ -25,7 +25,10 @@ from fleetopt.launches import describe_design
 from fleetopt.llmd_export import write_llmd_reports
 from fleetopt import stats
 from fleetopt.recommend import STATUS_PROPOSED, recommend, write_recommendation
-from fleetopt.summary import UNITS_OF_REPLICATION, build_summary, comparison_method, load_cells
+from fleetopt.summary import UNITS_OF_REPLICATION, build_summary, campaign_verdict_settings, comparison_method, load_cells
+
+VERDICT_DEFAULTS = {"metric": "output_throughput", "confidence": stats.DEFAULT_CONFIDENCE,
+                    "min_effect_pct": stats.DEFAULT_MIN_EFFECT_PCT}
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engine import SLO_KEYS  # fleetopt.recommend set the path
 
 CSV_METRICS = ("output_throughput", "total_throughput", "mean_ttft_ms", "p99_ttft_ms", "mean_itl_ms")
@@ -429,6 +432,16 @@ def update_latest_link(link, target):
     os.replace(tmp, link)
 
 
+def verdict_settings(args, cells):
+    """(metric, confidence, min effect, where they came from): each option given, else the campaign's as its cells
+    record it, else the defaults; the source is `report` when any option was given."""
+    given = {"metric": args.verdict_metric, "confidence": args.confidence, "min_effect_pct": args.min_effect}
+    recorded = campaign_verdict_settings(cells)
+    chosen = {key: value if value is not None else recorded.get(key, VERDICT_DEFAULTS[key]) for key, value in given.items()}
+    source = "report" if any(v is not None for v in given.values()) else "cells" if recorded else "defaults"
+    return chosen["metric"], float(chosen["confidence"]), float(chosen["min_effect_pct"]), source
+
+
 def main(args):
     campaign_dir = pathlib.Path(args.campaign_dir)
     if not campaign_dir.is_dir():
@@ -449,8 +462,9 @@ def main(args):
     if price is not None and not price > 0:
         print("fleetopt report: --cost-per-host-hour must be a positive number, got %s" % price, file=sys.stderr)
         return 2
-    summary = build_summary(campaign_dir, cells, args.verdict_metric, args.confidence, args.min_effect, slo=slo,
-                            cost_per_host_hour=price)
+    metric, confidence, min_effect, source = verdict_settings(args, cells)
+    summary = build_summary(campaign_dir, cells, metric, confidence, min_effect, slo=slo, cost_per_host_hour=price)
+    summary["settings"]["verdict_settings_from"] = source
     summary["recommendation"] = recommend(summary, cells)
     write_recommendation(campaign_dir, summary["recommendation"])
     write_atomically(campaign_dir / "summary.json", json.dumps(summary, indent=2) + "\n")

@@ -117,6 +117,13 @@ def goodput_share(means):
     return None if good is None or not total else good / total
 
 
+def campaign_verdict_settings(cells):
+    """The verdict settings the campaign ran with ({"metric", "confidence", "min_effect_pct"}): the baseline's cell's,
+    else the first cell's that records them; {} for cells written before they were recorded."""
+    recorded = sorted((c for c in cells if c.get("verdicts")), key=lambda c: c.get("variant") != BASELINE)
+    return dict(recorded[0]["verdicts"]) if recorded else {}
+
+
 def campaign_slo(cells):
     """The SLOs the cells were measured under: the baseline's, else the first cell's that records any."""
     recorded = [c for c in cells if (c.get("benchmark") or {}).get("slo")]

@@ -67,6 +67,8 @@ def test_the_cell_template_takes_status_reason_and_failure_from_the_filter(tmp_p
     assert ok["startup"]["startup_s"] == 3.5 and ok["startup"]["log_on_controller"] == "logs/localhost/server.log"
     assert ok["levels"] == [{"concurrency": 1}] and ok["benchmark"]["client"] == ["python", "-m", "bench"]
     assert ok["benchmark"]["slo"] == {"p99_ttft_ms": 1000.0}
+    # The verdict settings it ran with, for a report run again by hand (the role's defaults here).
+    assert ok["verdicts"] == {"metric": "output_throughput", "confidence": 0.95, "min_effect_pct": 3.0}
     # The warm-up runs of a new server, its settings and its cost are the cell's.
     assert ok["benchmark"]["warmup"][0]["stopped_by"] == "settled" and ok["benchmark"]["warmup_s"] == 7.5
     assert (ok["benchmark"]["max_warmup_runs"], ok["benchmark"]["warmup_settle_pct"]) == (3, 10.0)

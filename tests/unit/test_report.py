@@ -195,3 +195,30 @@ def test_the_report_names_the_launch_as_the_unit_when_configurations_were_launch
     html = (campaign / "report.html").read_text()
     assert "Unit of replication" in html
     assert "(over launch means, their spread pooled over the host&#39;s configurations at that level)" in html
+
+
+def test_a_report_run_again_by_hand_judges_with_the_settings_the_campaign_ran_with(tmp_path):
+    # The campaign's report task passes campaign_min_effect_pct (5 % on the embedded default); a user who runs
+    # `fleetopt report results/<id>` again must get the same verdicts, not the option defaults' (3 %).
+    from fleetopt import cli
+    recorded = {"metric": "output_throughput", "confidence": 0.9, "min_effect_pct": 5.0}
+    cells = [dict(cell("baseline", 0, levels=trials(1, 100.0, 100.5, 99.5)), verdicts=recorded),
+             dict(cell("v", 1, levels=trials(1, 104.0, 104.5, 103.5)), verdicts=recorded)]
+    campaign = write_campaign(tmp_path, cells)
+
+    def settings(*options):
+        args = cli.build_parser().parse_args(["report", str(campaign), *options])
+        assert report.main(args) == 0
+        summary = json.loads((campaign / "summary.json").read_text())
+        return summary["settings"], next(v for v in summary["variants"] if v["variant"] == "v")["verdict"]
+
+    found, verdict = settings()
+    assert (found["min_effect_pct"], found["confidence"], found["verdict_settings_from"]) == (5.0, 0.9, "cells")
+    assert verdict == "neutral"  # +4 %, inside the campaign's 5 % band
+    found, verdict = settings("--min-effect", "3")
+    assert (found["min_effect_pct"], found["confidence"], found["verdict_settings_from"]) == (3.0, 0.9, "report")
+    assert verdict == "improved"
+    del cells[0]["verdicts"], cells[1]["verdicts"]  # cells from before the settings were recorded
+    campaign = write_campaign(tmp_path, cells)
+    found, _ = settings()
+    assert (found["min_effect_pct"], found["confidence"], found["verdict_settings_from"]) == (3.0, 0.95, "defaults")
