@@ -6,8 +6,9 @@ order and three figures of the verdict metric:
 
 - within: the coefficient of variation of the trials inside a launch (pooled over launches);
 - between: the coefficient of variation of the launch means (two or more launches);
-- first-trial deficit: the first trial of each launch against the mean of that launch's other
-  trials, averaged over launches. A warm-up that settles the server leaves it near 0.
+- first trial: the first trial of each launch against the mean of that launch's other trials, in
+  percent, averaged over launches: negative when the first trial is slower (a deficit a warm-up
+  should remove). A warm-up that settles the server leaves it near 0.
 
 Then, over the campaign, the mean of each figure. A between-launch spread well above what the
 within-launch spread explains (within / sqrt(trials)) says the launch, not the trial, is the unit
@@ -46,14 +47,14 @@ def cv_pct(values):
 
 
 def components(launches):
-    """within (pooled CV), between (CV of launch means), first-trial deficit, all in percent or None."""
+    """within (pooled CV), between (CV of launch means), first trial against the rest, all in percent or None."""
     within = [cv_pct(t) for t in launches.values()]
     within = [w for w in within if w is not None]
     means = [float(np.mean(t)) for t in launches.values()]
-    deficits = [(t[0] / np.mean(t[1:]) - 1) * 100 for t in launches.values() if len(t) >= 2]
+    firsts = [(t[0] / np.mean(t[1:]) - 1) * 100 for t in launches.values() if len(t) >= 2]
     return {"within": math.sqrt(np.mean(np.square(within))) if within else None,
             "between": cv_pct(means) if len(means) >= 2 else None,
-            "first_trial": float(np.mean(deficits)) if deficits else None,
+            "first_trial": float(np.mean(firsts)) if firsts else None,
             "trials": round(float(np.mean([len(t) for t in launches.values()])), 1)}
 
 
@@ -69,7 +70,8 @@ def main():
     found = trials_by_launch(args.campaign_dir, args.metric)
     if not found:
         raise SystemExit("no ok runs with %s under %s/cells" % (args.metric, args.campaign_dir))
-    print("%s, per host / variant / concurrency (CV and deficit in %%)" % args.metric)
+    print("%s, per host / variant / concurrency (CV in %%; first trial against the rest in %%, negative: slower)"
+          % args.metric)
     totals = {"within": [], "between": [], "first_trial": []}
     for (host, variant, concurrency), launches in sorted(found.items(), key=lambda kv: tuple(map(str, kv[0]))):
         parts = components(launches)
@@ -77,10 +79,10 @@ def main():
             if parts[name] is not None:
                 totals[name].append(parts[name])
         runs = "  ".join("L%d: %s" % (n, ", ".join("%.1f" % v for v in t)) for n, t in sorted(launches.items()))
-        print("%s %s c=%s: within %s, between %s, first-trial deficit %s (%s trials a launch)  %s" % (
+        print("%s %s c=%s: within %s, between %s, first trial %s (%s trials a launch)  %s" % (
             host, variant, concurrency, fmt(parts["within"]), fmt(parts["between"]), fmt(parts["first_trial"]),
             parts["trials"], runs))
-    print("campaign means: within %s, between %s, first-trial deficit %s" % tuple(
+    print("campaign means: within %s, between %s, first trial %s" % tuple(
         fmt(float(np.mean(totals[k])) if totals[k] else None) for k in ("within", "between", "first_trial")))
 
 
