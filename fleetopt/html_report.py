@@ -16,7 +16,7 @@ import yaml
 
 from fleetopt.capacity_verdict import METRIC as CAPACITY, capacity_rules
 from fleetopt.formatting import (against_own_baseline, at_level, fmt, fmt_capacity, fmt_capacity_against,
-                                 fmt_capacity_range, fmt_change, fmt_goodput, fmt_mean_ci, fmt_money, fmt_pct, fmt_slo)
+                                 fmt_capacity_range, fmt_change, fmt_goodput, fmt_interval, fmt_mean_ci, fmt_money, fmt_pct, fmt_slo)
 from fleetopt.files import write_atomically
 from fleetopt.launches import describe_design, launch_details, launch_number, launch_total
 from fleetopt.summary import UNITS_OF_REPLICATION, comparison_method
@@ -135,7 +135,7 @@ def environment():
         loader=jinja2.FileSystemLoader(str(TEMPLATES)),
         autoescape=True, undefined=jinja2.ChainableUndefined, trim_blocks=True, lstrip_blocks=True,
     )
-    env.filters.update(fmt=fmt, fmt_pct=fmt_pct, fmt_change=fmt_change, fmt_mean_ci=fmt_mean_ci, fmt_p=fmt_p,
+    env.filters.update(fmt=fmt, fmt_pct=fmt_pct, fmt_change=fmt_change, fmt_interval=fmt_interval, fmt_mean_ci=fmt_mean_ci, fmt_p=fmt_p,
                        fmt_capacity=fmt_capacity, fmt_capacity_range=fmt_capacity_range, fmt_goodput=fmt_goodput,
                        fmt_capacity_against=fmt_capacity_against, at_level=at_level,
                        fmt_slo=fmt_slo, fmt_money=fmt_money, combine_slo=lambda found, slo: dict(found or {}, slo=slo),

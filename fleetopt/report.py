@@ -26,10 +26,10 @@ from fleetopt.llmd_export import write_llmd_reports
 from fleetopt import stats
 from fleetopt.recommend import STATUS_PROPOSED, recommend, write_recommendation
 from fleetopt.summary import UNITS_OF_REPLICATION, build_summary, campaign_verdict_settings, comparison_method, load_cells
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engine import SLO_KEYS  # fleetopt.recommend set the path
 
 VERDICT_DEFAULTS = {"metric": "output_throughput", "confidence": stats.DEFAULT_CONFIDENCE,
                     "min_effect_pct": stats.DEFAULT_MIN_EFFECT_PCT}
-from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engine import SLO_KEYS  # fleetopt.recommend set the path
 
 CSV_METRICS = ("output_throughput", "total_throughput", "mean_ttft_ms", "p99_ttft_ms", "mean_itl_ms")
 
