@@ -117,18 +117,21 @@ def goodput_share(means):
     return None if good is None or not total else good / total
 
 
+def _baseline_first(cells, recorded):
+    """The value `recorded` finds in the baseline's cell, else in the first cell where it finds one; {} where none."""
+    found = sorted((c for c in cells if recorded(c)), key=lambda c: c.get("variant") != BASELINE)
+    return dict(recorded(found[0])) if found else {}
+
+
 def campaign_verdict_settings(cells):
     """The verdict settings the campaign ran with ({"metric", "confidence", "min_effect_pct"}): the baseline's cell's,
     else the first cell's that records them; {} for cells written before they were recorded."""
-    recorded = sorted((c for c in cells if c.get("verdicts")), key=lambda c: c.get("variant") != BASELINE)
-    return dict(recorded[0]["verdicts"]) if recorded else {}
+    return _baseline_first(cells, lambda c: c.get("verdicts"))
 
 
 def campaign_slo(cells):
     """The SLOs the cells were measured under: the baseline's, else the first cell's that records any."""
-    recorded = [c for c in cells if (c.get("benchmark") or {}).get("slo")]
-    recorded.sort(key=lambda c: c.get("variant") != BASELINE)
-    return dict(recorded[0]["benchmark"]["slo"]) if recorded else {}
+    return _baseline_first(cells, lambda c: (c.get("benchmark") or {}).get("slo"))
 
 
 def variant_capacity(cell, slo, confidence):
