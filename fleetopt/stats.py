@@ -26,7 +26,10 @@ KV pool, clocks, the host's drift between launches), so pooling them as independ
 interval too narrow. Each side is the mean of its launch means, and the spread of a launch mean, on
 the log scale, is pooled over every configuration measured at that level on that host
 (pooled_launch_variance), so that two launches per configuration still give an interval with
-several degrees of freedom. With one launch everywhere, the trials are the unit (compare).
+several degrees of freedom. Pooling assumes the configurations are about equally noisy; a side whose
+own trials spread more than the pool allows (oversubscribed threads, say) takes its own spread
+instead (launch_mean_floor), with Welch-Satterthwaite's degrees of freedom, so that quiet neighbours
+never make a noisy variant look resolved. With one launch everywhere, the trials are the unit (compare).
 
 Two configurations measured in different stages of a campaign, each beside a baseline of its own
 (the recommendation's stack stage), are compared through their effects (compare_effects): the ratio
@@ -177,28 +180,80 @@ def pooled_launch_variance(groups):
     return None if df == 0 else (squares / df, df)
 
 
-def _launch_result(log_ratio, launches, pooled, higher_is_better, confidence, min_effect_pct, family_size, spread):
+def launch_mean_floor(launches):
+    """The least variance a launch mean of one configuration has on the log scale, and its degrees of freedom:
+    `launches` holds, per launch, its trials; their spread within launches (pooled over the launches) over the
+    trials a launch (harmonic mean). A launch mean varies by at least its own trials' noise, however quiet the
+    host's other configurations are. None when no launch had two positive trials."""
+    squares, df, counts = 0.0, 0, []
+    for trials in launches:
+        logs = np.log(_positive(trials))
+        if logs.size:
+            counts.append(int(logs.size))
+        if logs.size >= 2:
+            squares += float(((logs - logs.mean()) ** 2).sum())
+            df += int(logs.size) - 1
+    if df == 0:
+        return None
+    per_launch = len(counts) / sum(1.0 / n for n in counts)
+    return squares / df / per_launch, df
+
+
+def _launch_error(launches, pooled, floors):
+    """(squared standard error, degrees of freedom, sides judged with their own spread) of a difference of side means
+    of launch means: each side's launch mean with the pooled variance, or with its own floor where that is larger
+    (launch_mean_floor); one estimate shared by sides keeps its degrees of freedom, several are combined by
+    Welch-Satterthwaite, never to more than the pool's: a floor only bounds a launch mean's variance from below
+    (it misses the launches' own offsets), so it must not make the interval narrower than the pool alone would."""
+    variance, df = pooled
+    shared, own = 0.0, []
+    for index, (count, floor) in enumerate(zip(launches, floors or [None] * len(launches))):
+        if floor is not None and floor[0] > variance:
+            own.append((index, floor[0] / count, floor[1]))
+        else:
+            shared += variance / count
+    terms = ([(shared, df)] if shared > 0 else []) + [(term, floor_df) for _, term, floor_df in own]
+    squared = sum(term for term, _ in terms)
+    if not own or squared == 0.0:
+        return squared, df, []
+    satterthwaite = squared ** 2 / sum(term ** 2 / term_df for term, term_df in terms)
+    return squared, min(df, satterthwaite), [index for index, _, _ in own]
+
+
+def _launch_result(log_ratio, launches, pooled, higher_is_better, confidence, min_effect_pct, family_size, spread,
+                   floors=None, names=None):
     """compare()'s keys and verdict for a change of `log_ratio` measured through sides of `launches` launches each,
-    each launch mean with the pooled variance `pooled` (variance, degrees of freedom) on the log scale."""
+    each launch mean with the pooled variance `pooled` (variance, degrees of freedom) on the log scale, or with the
+    side's own floor (`floors`, launch_mean_floor per side) where that is larger."""
     variance, df = pooled
     level = bonferroni(confidence, family_size)
     change = math.expm1(log_ratio) * 100.0
     launch_cv = math.sqrt(math.expm1(variance)) * 100.0
+    squared, interval_df, own = _launch_error(launches, pooled, floors)
     result = {"change_pct": change, "ci_low_pct": change, "ci_high_pct": change, "p_value": 0.0 if change else 1.0,
               "significant": False, "tested": True, "verdict": "inconclusive", "reason": None, "confidence": level,
               "eq_low_pct": change, "eq_high_pct": change, "eq_confidence": equivalence_level(confidence),
-              "compared": "launches", "launch_cv_pct": launch_cv, "launch_df": df}
-    se = math.sqrt(variance * sum(1.0 / n for n in launches))
+              "compared": "launches", "launch_cv_pct": launch_cv, "launch_df": df, "interval_df": interval_df,
+              "own_spread_sides": [names[index] for index in own] if names else own}
+    se = math.sqrt(squared)
     if se > 0:
-        half = float(stats.t.ppf(1 - (1 - level) / 2, df)) * se
-        eq_half = float(stats.t.ppf(1 - (1 - result["eq_confidence"]) / 2, df)) * se
+        half = float(stats.t.ppf(1 - (1 - level) / 2, interval_df)) * se
+        eq_half = float(stats.t.ppf(1 - (1 - result["eq_confidence"]) / 2, interval_df)) * se
         result.update(ci_low_pct=math.expm1(log_ratio - half) * 100.0, ci_high_pct=math.expm1(log_ratio + half) * 100.0,
                       eq_low_pct=math.expm1(log_ratio - eq_half) * 100.0,
                       eq_high_pct=math.expm1(log_ratio + eq_half) * 100.0,
-                      p_value=float(2 * stats.t.sf(abs(log_ratio) / se, df)))
+                      p_value=float(2 * stats.t.sf(abs(log_ratio) / se, interval_df)))
     result["significant"] = bool(result["ci_low_pct"] > 0 or result["ci_high_pct"] < 0)
     spread += "; launch-to-launch CV %.1f %%, pooled over this host's configurations at this level (%d degree(s) " \
               "of freedom)" % (launch_cv, df)
+    for index in own:
+        floor = floors[index]
+        spread += "; the %s's own trials spread more (a launch mean's CV at least %.1f %%, %d degree(s) of freedom), " \
+                  "so its launch means are taken as that noisy" % (
+                      names[index] if names else "side %d" % (index + 1), math.sqrt(math.expm1(floor[0])) * 100.0,
+                      floor[1])
+    if own:
+        spread += " (Welch-Satterthwaite, at most the pool's: %.1f degrees of freedom)" % interval_df
     result["verdict"], result["reason"] = _judge(result, higher_is_better, min_effect_pct, spread)
     return result
 
@@ -208,32 +263,36 @@ def _positive(values):
 
 
 def compare_launches(variant, baseline, pooled, higher_is_better=True, confidence=DEFAULT_CONFIDENCE,
-                     min_effect_pct=DEFAULT_MIN_EFFECT_PCT, family_size=1):
+                     min_effect_pct=DEFAULT_MIN_EFFECT_PCT, family_size=1, floors=None):
     """Relative change of `variant` against `baseline`, given as their launch means, with the launch as the unit.
 
     The change is the ratio of the geometric means of the launch means (the scale the spread is pooled on); its
     interval is a t interval on the log scale whose standard error is the pooled launch variance (`pooled`:
     pooled_launch_variance's result) over each side's launches, with the pooled degrees of freedom, at `confidence`
     adjusted for `family_size` intervals. With the two sides as the only configurations pooled, this is Student's
-    pooled two-sample interval on the logs. The result has compare()'s keys and verdict rule; None when a side has
-    no value.
+    pooled two-sample interval on the logs. `floors` (launch_mean_floor of each side's trials) keeps a side whose own
+    trials spread more than the pool from being judged as quiet: that side's launch means take its own spread, and
+    the interval is Welch-Satterthwaite's. The result has compare()'s keys and verdict rule; None when a side has no
+    value.
     """
     a, b = _positive(variant), _positive(baseline)
     if not a or not b:
         return None
     log_ratio = float(np.mean(np.log(a)) - np.mean(np.log(b)))
     result = _launch_result(log_ratio, (len(a), len(b)), pooled, higher_is_better, confidence, min_effect_pct,
-                            family_size, "launch means: variant %d launch(es), baseline %d" % (len(a), len(b)))
+                            family_size, "launch means: variant %d launch(es), baseline %d" % (len(a), len(b)),
+                            floors, ("variant", "baseline"))
     result.update(cv_variant_pct=cv_pct(a), cv_baseline_pct=cv_pct(b), launches_variant=len(a),
                   launches_baseline=len(b))
     return result
 
 
 def compare_effects_launches(variant, variant_baseline, other, other_baseline, pooled, higher_is_better=True,
-                             confidence=DEFAULT_CONFIDENCE, min_effect_pct=DEFAULT_MIN_EFFECT_PCT, family_size=1):
+                             confidence=DEFAULT_CONFIDENCE, min_effect_pct=DEFAULT_MIN_EFFECT_PCT, family_size=1,
+                             floors=None):
     """compare_effects with the launch as the unit: each side given as its launch means, the ratio of the two gains
     (geometric means) with a t interval on the log scale from the pooled launch variance over all four sides'
-    launches. None when a side has no value."""
+    launches (or a side's own, larger spread: `floors`, as in compare_launches). None when a side has no value."""
     sides = [_positive(side) for side in (variant, variant_baseline, other, other_baseline)]
     if not all(sides):
         return None
@@ -241,7 +300,8 @@ def compare_effects_launches(variant, variant_baseline, other, other_baseline, p
     result = _launch_result((logs[0] - logs[1]) - (logs[2] - logs[3]), [len(side) for side in sides], pooled,
                             higher_is_better, confidence, min_effect_pct, family_size,
                             "launch means: %s launch(es) (variant, its baseline, the other, its baseline)"
-                            % ", ".join(str(len(side)) for side in sides))
+                            % ", ".join(str(len(side)) for side in sides),
+                            floors, ("variant", "variant's baseline", "other", "other's baseline"))
     result.update(cv_variant_pct=cv_pct(sides[0]), cv_baseline_pct=cv_pct(sides[2]),
                   cv_stage_baselines_pct=[cv_pct(sides[1]), cv_pct(sides[3])], compared="effects of launches")
     return result

@@ -149,13 +149,23 @@ def _no_reference(row):
             "the matrix's baseline is not taken instead" % row["baseline_variant"])
 
 
-def launch_means(row, metric):
-    """The mean of `metric` over each launch's trials of a measured row, in launch order."""
+def launch_trials(row, metric):
+    """The trials of `metric` of a measured row, per launch, in launch order."""
     by_launch = {}
     for launch, value in zip(row.get("sample_launches") or [], (row.get("samples") or {}).get(metric) or []):
         if value is not None:
             by_launch.setdefault(launch, []).append(value)
-    return [sum(by_launch[launch]) / len(by_launch[launch]) for launch in sorted(by_launch)]
+    return [by_launch[launch] for launch in sorted(by_launch)]
+
+
+def launch_means(row, metric):
+    """The mean of `metric` over each launch's trials of a measured row, in launch order."""
+    return [sum(trials) / len(trials) for trials in launch_trials(row, metric)]
+
+
+def launch_floor(row, metric):
+    """The least variance of one of the row's launch means, from its own trials (stats.launch_mean_floor)."""
+    return stats.launch_mean_floor(launch_trials(row, metric))
 
 
 def pooled_launch_variances(rows):
@@ -182,19 +192,21 @@ def compare_rows(row, reference, metric, pooled, confidence, min_effect_pct, fam
     spread = pooled.get((row["host"], row["concurrency"], metric))
     if spread is not None:
         return stats.compare_launches(launch_means(row, metric), launch_means(reference, metric), spread,
-                                      stats.HIGHER_IS_BETTER[metric], confidence, min_effect_pct, family_size)
+                                      stats.HIGHER_IS_BETTER[metric], confidence, min_effect_pct, family_size,
+                                      floors=[launch_floor(row, metric), launch_floor(reference, metric)])
     return stats.compare(trial_samples(row, metric), trial_samples(reference, metric), stats.HIGHER_IS_BETTER[metric],
                          confidence, min_effect_pct, family_size=family_size)
 
 
 # How a level's interval is made, by unit of replication, for the reports' statement of the rule.
 COMPARISON_METHODS = {
-    "launch": "over launch means, their spread pooled over the host's configurations at that level",
+    "launch": "over launch means, their spread pooled over the host's configurations at that level (a configuration "
+              "whose own trials spread more takes its own)",
     "trial": "Welch, over trials",
 }
 UNITS_OF_REPLICATION = {
     "launch": "the server launch: each level's interval from launch means, their spread pooled over the host's "
-              "configurations measured at that level",
+              "configurations measured at that level (a configuration whose own trials spread more takes its own)",
     "trial": "the trial: one server launch per configuration, so the spread between launches is not in the intervals",
 }
 

@@ -260,3 +260,55 @@ def test_effects_of_launch_means_are_the_ratio_of_geometric_gains_with_every_sid
     assert result["ci_high_pct"] == pytest.approx(math.expm1(gain + half) * 100.0)
     assert result["verdict"] == "improved" and result["compared"] == "effects of launches"
     assert stats.compare_effects_launches([160.0], [], [128.0], [99.0], pooled) is None
+
+
+def test_a_launch_mean_is_at_least_as_noisy_as_its_own_trials_make_it():
+    # Within-launch spread of the logs, pooled over the launches, over the trials a launch (harmonic mean).
+    launches = [[100.0, 120.0, 90.0], [110.0, 95.0], [105.0]]
+    first, second = np.log(launches[0]), np.log(launches[1])
+    within = (np.var(first, ddof=1) * 2 + np.var(second, ddof=1)) / 3
+    per_launch = 3 / (1 / 3 + 1 / 2 + 1 / 1)
+    assert stats.launch_mean_floor(launches) == (pytest.approx(within / per_launch), 3)
+    assert stats.launch_mean_floor([[100.0], [110.0]]) is None
+
+
+def test_a_side_whose_own_trials_spread_more_than_the_pooled_launches_is_judged_with_its_own_spread():
+    # The matrix's launches agree within about 1 %, but this variant's trials spread by 20 %: with the pooled
+    # spread alone its -15 % would be `regressed`; with its own, the interval is Welch-Satterthwaite's.
+    pooled = (math.log(1.01) ** 2, 5)
+    noisy = [[80.0, 110.0, 70.0, 100.0], [75.0, 105.0, 65.0, 90.0]]
+    quiet = [[100.0, 101.0, 99.0], [100.5, 99.5, 100.0]]
+    variant, baseline = [float(np.mean(t)) for t in noisy], [float(np.mean(t)) for t in quiet]
+    floors = [stats.launch_mean_floor(noisy), stats.launch_mean_floor(quiet)]
+    assert floors[0][0] > pooled[0] > floors[1][0]
+    before = stats.compare_launches(variant, baseline, pooled)
+    assert before["verdict"] == "regressed"
+    result = stats.compare_launches(variant, baseline, pooled, floors=floors)
+    own, shared = floors[0][0] / 2, pooled[0] / 2
+    se = math.sqrt(own + shared)
+    df = min(pooled[1], (own + shared) ** 2 / (own ** 2 / floors[0][1] + shared ** 2 / pooled[1]))
+    log_ratio = np.mean(np.log(variant)) - np.mean(np.log(baseline))
+    assert result["ci_low_pct"] == pytest.approx(math.expm1(log_ratio - sps.t.ppf(0.975, df) * se) * 100.0)
+    assert result["eq_high_pct"] == pytest.approx(math.expm1(log_ratio + sps.t.ppf(0.95, df) * se) * 100.0)
+    assert result["interval_df"] == pytest.approx(df) and result["own_spread_sides"] == ["variant"]
+    assert result["verdict"] == "inconclusive", result
+    assert "the variant's own trials spread more" in result["reason"], result["reason"]
+    # A floor just above the pool, with many degrees of freedom, never narrows the interval below the pool's.
+    near = stats.compare_launches(variant, baseline, pooled, floors=[(pooled[0] * 1.01, 40), None])
+    assert near["interval_df"] == 5 and near["ci_low_pct"] <= before["ci_low_pct"]
+    # Quiet sides change nothing: Student's interval on the pooled spread, as before.
+    assert stats.compare_launches(baseline, variant, (floors[0][0] * 2, 5), floors=floors)["interval_df"] == 5
+
+
+def test_effects_of_launches_take_each_noisy_sides_own_spread_too():
+    pooled = (0.0004, 5)
+    plain = stats.compare_effects_launches([160.0], [100.0], [128.0, 132.0], [99.0, 101.0], pooled)
+    floors = [(0.01, 3), None, (0.0001, 2), None]
+    result = stats.compare_effects_launches([160.0], [100.0], [128.0, 132.0], [99.0, 101.0], pooled, floors=floors)
+    terms = [(0.01 / 1, 3), (0.0004 * (1 + 0.5 + 0.5), 5)]
+    se2 = sum(t for t, _ in terms)
+    df = min(5, se2 ** 2 / sum(t ** 2 / d for t, d in terms))
+    assert result["interval_df"] == pytest.approx(df) and result["own_spread_sides"] == ["variant"]
+    assert result["ci_high_pct"] - result["ci_low_pct"] > plain["ci_high_pct"] - plain["ci_low_pct"]
+    gain = math.log(160.0 / 100.0) - (np.mean(np.log([128.0, 132.0])) - np.mean(np.log([99.0, 101.0])))
+    assert result["ci_low_pct"] == pytest.approx(math.expm1(gain - sps.t.ppf(0.975, df) * math.sqrt(se2)) * 100.0)

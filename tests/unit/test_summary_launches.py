@@ -1,4 +1,6 @@
 """Replicates over server launches: the cells of one (host, variant) merge before rows are made."""
+import math
+
 import pytest
 
 from fleetopt.launches import launch_details, merge_launches
@@ -120,3 +122,23 @@ def test_with_one_launch_everywhere_the_trials_are_the_unit(tmp_path):
     compared = next(r for r in summary["cells"] if r["variant"] == "v")["vs_baseline"]["output_throughput"]
     assert "compared" not in compared and compared["verdict"] == "improved"
     assert summary["settings"]["unit_of_replication"] == "trial"
+
+
+def test_a_variant_whose_trials_scatter_is_not_judged_with_the_quiet_launches_of_the_others(tmp_path):
+    # The baseline and the A/A launch within 0.5 % of each other; the variant's launch means are 10 % below, but its
+    # own trials scatter by 20 % (oversubscribed threads): judged with the pooled spread alone it would be `regressed`.
+    noisy = [trials(1, 75.0, 105.0, 80.0, 100.0), trials(1, 70.0, 102.0, 84.0, 104.0)]
+    cells = (launches("baseline", *tight(1, 100.0, 100.5)) + launches("baseline_aa", *tight(1, 100.2, 99.8))
+             + launches("v", *noisy))
+    summary = build_summary(tmp_path / "c", cells)
+    row = next(r for r in summary["cells"] if r["variant"] == "v")
+    compared = row["vs_baseline"]["output_throughput"]
+    assert compared["own_spread_sides"] == ["variant"] and compared["interval_df"] <= compared["launch_df"]
+    assert row["verdict"] == "inconclusive", row["verdict_reason"]
+    assert "the variant's own trials spread more" in row["verdict_reason"]
+    from fleetopt import stats
+    pooled = (compared["launch_cv_pct"], compared["launch_df"])
+    assert stats.compare_launches([90.0, 90.0], [100.25, 100.0],
+                                  (math.log1p((pooled[0] / 100) ** 2), pooled[1]))["verdict"] == "regressed"
+    aa = next(r for r in summary["cells"] if r["variant"] == "baseline_aa")["vs_baseline"]["output_throughput"]
+    assert aa["own_spread_sides"] == []
