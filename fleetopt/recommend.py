@@ -65,7 +65,8 @@ from fleetopt.files import write_atomically
 from fleetopt.launches import launch_details, merge_launches
 from fleetopt import stats
 from fleetopt.capacity_verdict import METRIC as CAPACITY, compare_capacity
-from fleetopt.summary import AA_VARIANT, BASELINE, COMPARED_METRICS, launch_floor, launch_means, pooled_launch_variances
+from fleetopt.summary import (AA_VARIANT, BASELINE, COMPARED_METRICS, launch_floor, launch_means, launch_spread,
+                              pooled_launch_variances)
 from fleetopt.verdicts import apply_aa_gate, overall_verdict
 
 # Makes the collection's module_utils importable.
@@ -305,14 +306,15 @@ def _versus(summary, host, variant, other, metric):
             "min_effect_pct": settings.get("min_effect_pct", stats.DEFAULT_MIN_EFFECT_PCT), "family_size": len(shared)}
     compare = stats.compare if mine == theirs else stats.compare_effects
     by_launch = stats.compare_launches if mine == theirs else stats.compare_effects_launches
-    pooled = pooled_launch_variances([r for r in summary["cells"] if r["host"] == host])
+    pooled = pooled_launch_variances([r for r in summary["cells"] if r["host"] == host], by_round=True)
     levels = []
     for concurrency in shared:
         samples = [(rows[(name, concurrency)].get("samples") or {}).get(metric) for name in needed]
-        spread = pooled.get((host, concurrency, metric))
+        spread, rounds = launch_spread(pooled, [rows[(name, concurrency)] for name in needed], metric)
         if spread is not None and all(samples):
             found = by_launch(*[launch_means(rows[(name, concurrency)], metric) for name in needed], spread,
-                              floors=[launch_floor(rows[(name, concurrency)], metric) for name in needed], **rule)
+                              floors=[launch_floor(rows[(name, concurrency)], metric) for name in needed],
+                              rounds=rounds, **rule)
         else:
             found = compare(*samples, **rule) if all(samples) else None
         if found is None:

@@ -26,7 +26,11 @@ KV pool, clocks, the host's drift between launches), so pooling them as independ
 interval too narrow. Each side is the mean of its launch means, and the spread of a launch mean, on
 the log scale, is pooled over every configuration measured at that level on that host
 (pooled_launch_variance), so that two launches per configuration still give an interval with
-several degrees of freedom. Pooling assumes the configurations are about equally noisy; a side whose
+several degrees of freedom. Where every configuration launched more than once was launched in the
+same rounds (the ABBA order's launch k of each variant runs in round k), each round's shift, common
+to all of them (the host's drift from one round to the next), is taken out first: rounds are blocks
+of a two-way layout (round_blocked_launch_variance), and the shift cancels from a comparison of two
+configurations launched in the same rounds. Pooling assumes the configurations are about equally noisy; a side whose
 own trials spread more than the pool allows (oversubscribed threads, say) takes its own spread
 instead (launch_mean_floor), with Welch-Satterthwaite's degrees of freedom, so that quiet neighbours
 never make a noisy variant look resolved. With one launch everywhere, the trials are the unit (compare).
@@ -180,6 +184,29 @@ def pooled_launch_variance(groups):
     return None if df == 0 else (squares / df, df)
 
 
+def round_blocked_launch_variance(groups):
+    """The variance of one launch's mean on the log scale once each round's shift is taken out, its degrees of
+    freedom, and the rounds: `groups` holds, per configuration, {round (launch number): launch mean}.
+
+    In the ABBA order every configuration's launch k runs in round k, so a drift of the host that moves a whole
+    round (every second launch faster, say) is common to all configurations. It is no launch-to-launch noise, and it
+    cancels from a comparison of two configurations launched in the same rounds; as a two-way layout (configuration
+    x round, rounds as blocks) the residual mean square measures the rest, with (C - 1)(R - 1) degrees of freedom.
+    Only configurations launched at least twice take part, and all of them in the same rounds; None otherwise, or
+    with fewer than two such configurations."""
+    complete = [dict((r, m) for r, m in group.items() if m is not None and m > 0) for group in groups]
+    complete = [group for group in complete if len(group) >= 2]
+    if len(complete) < 2:
+        return None
+    rounds = tuple(sorted(complete[0]))
+    if any(tuple(sorted(group)) != rounds for group in complete):
+        return None
+    logs = np.log([[group[r] for r in rounds] for group in complete])
+    residuals = logs - logs.mean(axis=1, keepdims=True) - logs.mean(axis=0, keepdims=True) + logs.mean()
+    df = (logs.shape[0] - 1) * (logs.shape[1] - 1)
+    return float((residuals ** 2).sum()) / df, df, rounds
+
+
 def launch_mean_floor(launches):
     """The least variance a launch mean of one configuration has on the log scale, and its degrees of freedom:
     `launches` holds, per launch, its trials; their spread within launches (pooled over the launches) over the
@@ -205,7 +232,7 @@ def _launch_error(launches, pooled, floors):
     (launch_mean_floor); one estimate shared by sides keeps its degrees of freedom, several are combined by
     Welch-Satterthwaite, never to more than the pool's: a floor only bounds a launch mean's variance from below
     (it misses the launches' own offsets), so it must not make the interval narrower than the pool alone would."""
-    variance, df = pooled
+    variance, df = pooled[:2]
     shared, own = 0.0, []
     for index, (count, floor) in enumerate(zip(launches, floors or [None] * len(launches))):
         if floor is not None and floor[0] > variance:
@@ -221,11 +248,12 @@ def _launch_error(launches, pooled, floors):
 
 
 def _launch_result(log_ratio, launches, pooled, higher_is_better, confidence, min_effect_pct, family_size, spread,
-                   floors=None, names=None):
+                   floors=None, names=None, rounds=False):
     """compare()'s keys and verdict for a change of `log_ratio` measured through sides of `launches` launches each,
     each launch mean with the pooled variance `pooled` (variance, degrees of freedom) on the log scale, or with the
-    side's own floor (`floors`, launch_mean_floor per side) where that is larger."""
-    variance, df = pooled
+    side's own floor (`floors`, launch_mean_floor per side) where that is larger; `rounds`: the variance is
+    round_blocked_launch_variance's."""
+    variance, df = pooled[:2]
     level = bonferroni(confidence, family_size)
     change = math.expm1(log_ratio) * 100.0
     launch_cv = math.sqrt(math.expm1(variance)) * 100.0
@@ -234,6 +262,7 @@ def _launch_result(log_ratio, launches, pooled, higher_is_better, confidence, mi
               "significant": False, "tested": True, "verdict": "inconclusive", "reason": None, "confidence": level,
               "eq_low_pct": change, "eq_high_pct": change, "eq_confidence": equivalence_level(confidence),
               "compared": "launches", "launch_cv_pct": launch_cv, "launch_df": df, "interval_df": interval_df,
+              "rounds_blocked": bool(rounds),
               "own_spread_sides": [names[index] for index in own] if names else own}
     se = math.sqrt(squared)
     if se > 0:
@@ -244,8 +273,12 @@ def _launch_result(log_ratio, launches, pooled, higher_is_better, confidence, mi
                       eq_high_pct=math.expm1(log_ratio + eq_half) * 100.0,
                       p_value=float(2 * stats.t.sf(abs(log_ratio) / se, interval_df)))
     result["significant"] = bool(result["ci_low_pct"] > 0 or result["ci_high_pct"] < 0)
-    spread += "; launch-to-launch CV %.1f %%, pooled over this host's configurations at this level (%d degree(s) " \
-              "of freedom)" % (launch_cv, df)
+    if rounds:
+        spread += "; launch-to-launch CV %.1f %% once each round's shift, common to the host's configurations, is " \
+                  "taken out (the order's rounds as blocks, %d degree(s) of freedom)" % (launch_cv, df)
+    else:
+        spread += "; launch-to-launch CV %.1f %%, pooled over this host's configurations at this level (%d degree(s) " \
+                  "of freedom)" % (launch_cv, df)
     for index in own:
         floor = floors[index]
         spread += "; the %s's own trials spread more (a launch mean's CV at least %.1f %%, %d degree(s) of freedom), " \
@@ -263,7 +296,7 @@ def _positive(values):
 
 
 def compare_launches(variant, baseline, pooled, higher_is_better=True, confidence=DEFAULT_CONFIDENCE,
-                     min_effect_pct=DEFAULT_MIN_EFFECT_PCT, family_size=1, floors=None):
+                     min_effect_pct=DEFAULT_MIN_EFFECT_PCT, family_size=1, floors=None, rounds=False):
     """Relative change of `variant` against `baseline`, given as their launch means, with the launch as the unit.
 
     The change is the ratio of the geometric means of the launch means (the scale the spread is pooled on); its
@@ -272,8 +305,8 @@ def compare_launches(variant, baseline, pooled, higher_is_better=True, confidenc
     adjusted for `family_size` intervals. With the two sides as the only configurations pooled, this is Student's
     pooled two-sample interval on the logs. `floors` (launch_mean_floor of each side's trials) keeps a side whose own
     trials spread more than the pool from being judged as quiet: that side's launch means take its own spread, and
-    the interval is Welch-Satterthwaite's. The result has compare()'s keys and verdict rule; None when a side has no
-    value.
+    the interval is Welch-Satterthwaite's. `rounds`: `pooled` is round_blocked_launch_variance's, for two sides
+    launched in the same rounds. The result has compare()'s keys and verdict rule; None when a side has no value.
     """
     a, b = _positive(variant), _positive(baseline)
     if not a or not b:
@@ -281,7 +314,7 @@ def compare_launches(variant, baseline, pooled, higher_is_better=True, confidenc
     log_ratio = float(np.mean(np.log(a)) - np.mean(np.log(b)))
     result = _launch_result(log_ratio, (len(a), len(b)), pooled, higher_is_better, confidence, min_effect_pct,
                             family_size, "launch means: variant %d launch(es), baseline %d" % (len(a), len(b)),
-                            floors, ("variant", "baseline"))
+                            floors, ("variant", "baseline"), rounds)
     result.update(cv_variant_pct=cv_pct(a), cv_baseline_pct=cv_pct(b), launches_variant=len(a),
                   launches_baseline=len(b))
     return result
@@ -289,7 +322,7 @@ def compare_launches(variant, baseline, pooled, higher_is_better=True, confidenc
 
 def compare_effects_launches(variant, variant_baseline, other, other_baseline, pooled, higher_is_better=True,
                              confidence=DEFAULT_CONFIDENCE, min_effect_pct=DEFAULT_MIN_EFFECT_PCT, family_size=1,
-                             floors=None):
+                             floors=None, rounds=False):
     """compare_effects with the launch as the unit: each side given as its launch means, the ratio of the two gains
     (geometric means) with a t interval on the log scale from the pooled launch variance over all four sides'
     launches (or a side's own, larger spread: `floors`, as in compare_launches). None when a side has no value."""
@@ -301,7 +334,7 @@ def compare_effects_launches(variant, variant_baseline, other, other_baseline, p
                             higher_is_better, confidence, min_effect_pct, family_size,
                             "launch means: %s launch(es) (variant, its baseline, the other, its baseline)"
                             % ", ".join(str(len(side)) for side in sides),
-                            floors, ("variant", "variant's baseline", "other", "other's baseline"))
+                            floors, ("variant", "variant's baseline", "other", "other's baseline"), rounds)
     result.update(cv_variant_pct=cv_pct(sides[0]), cv_baseline_pct=cv_pct(sides[2]),
                   cv_stage_baselines_pct=[cv_pct(sides[1]), cv_pct(sides[3])], compared="effects of launches")
     return result

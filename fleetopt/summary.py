@@ -149,12 +149,18 @@ def _no_reference(row):
             "the matrix's baseline is not taken instead" % row["baseline_variant"])
 
 
-def launch_trials(row, metric):
-    """The trials of `metric` of a measured row, per launch, in launch order."""
+def trials_by_launch(row, metric):
+    """{launch number: the trials of `metric`} of a measured row."""
     by_launch = {}
     for launch, value in zip(row.get("sample_launches") or [], (row.get("samples") or {}).get(metric) or []):
         if value is not None:
             by_launch.setdefault(launch, []).append(value)
+    return by_launch
+
+
+def launch_trials(row, metric):
+    """The trials of `metric` of a measured row, per launch, in launch order."""
+    by_launch = trials_by_launch(row, metric)
     return [by_launch[launch] for launch in sorted(by_launch)]
 
 
@@ -168,16 +174,36 @@ def launch_floor(row, metric):
     return stats.launch_mean_floor(launch_trials(row, metric))
 
 
-def pooled_launch_variances(rows):
+def pooled_launch_variances(rows, by_round=False):
     """Per (host, concurrency, metric): the launch variance pooled over every configuration measured there
-    (stats.pooled_launch_variance); absent where no configuration was launched twice at that level."""
+    (stats.pooled_launch_variance); absent where no configuration was launched twice at that level. With `by_round`
+    (rows of one campaign, whose launch k of every variant ran in round k), also per (host, concurrency, metric,
+    "rounds"): the variance with each round's shift taken out (stats.round_blocked_launch_variance), where the
+    configurations launched more than once were all launched in the same rounds."""
     groups = {}
     for row in rows:
         if row["status"] == "ok":
             for metric in row.get("samples") or {}:
-                groups.setdefault((row["host"], row["concurrency"], metric), []).append(launch_means(row, metric))
-    pooled = {key: stats.pooled_launch_variance(means) for key, means in groups.items()}
+                by_launch = trials_by_launch(row, metric)
+                groups.setdefault((row["host"], row["concurrency"], metric), []).append(
+                    dict((launch, sum(t) / len(t)) for launch, t in by_launch.items()))
+    pooled = {}
+    for key, means in groups.items():
+        pooled[key] = stats.pooled_launch_variance([[m[launch] for launch in sorted(m)] for m in means])
+        if by_round:
+            pooled[key + ("rounds",)] = stats.round_blocked_launch_variance(means)
     return {key: value for key, value in pooled.items() if value is not None}
+
+
+def launch_spread(pooled, rows, metric):
+    """The spread to judge `rows` (two or four, at one host and level) with, and whether the rounds were blocks: the
+    round-blocked one where every row was launched in exactly its rounds (a shift of a round then cancels from the
+    comparison), else the pooled one; (None, False) where no configuration was launched twice there."""
+    key = (rows[0]["host"], rows[0]["concurrency"], metric)
+    blocked = pooled.get(key + ("rounds",))
+    if blocked is not None and all(tuple(sorted(trials_by_launch(row, metric))) == blocked[2] for row in rows):
+        return blocked, True
+    return pooled.get(key), False
 
 
 def trial_samples(row, metric):
@@ -189,24 +215,27 @@ def compare_rows(row, reference, metric, pooled, confidence, min_effect_pct, fam
     """The row against its reference on one metric: launch means where the host's configurations were launched more
     than once at this level (`pooled`: pooled_launch_variances; the launch is the unit), else the trials. The
     summary compares rows with their baseline this way, the CI gate with a reference campaign's."""
-    spread = pooled.get((row["host"], row["concurrency"], metric))
+    spread, rounds = launch_spread(pooled, [row, reference], metric)
     if spread is not None:
         return stats.compare_launches(launch_means(row, metric), launch_means(reference, metric), spread,
                                       stats.HIGHER_IS_BETTER[metric], confidence, min_effect_pct, family_size,
-                                      floors=[launch_floor(row, metric), launch_floor(reference, metric)])
+                                      floors=[launch_floor(row, metric), launch_floor(reference, metric)],
+                                      rounds=rounds)
     return stats.compare(trial_samples(row, metric), trial_samples(reference, metric), stats.HIGHER_IS_BETTER[metric],
                          confidence, min_effect_pct, family_size=family_size)
 
 
 # How a level's interval is made, by unit of replication, for the reports' statement of the rule.
 COMPARISON_METHODS = {
-    "launch": "over launch means, their spread pooled over the host's configurations at that level (a configuration "
-              "whose own trials spread more takes its own)",
+    "launch": "over launch means, their spread pooled over the host's configurations at that level (each round's "
+              "shift taken out where they were all launched in the same rounds; a configuration whose own trials "
+              "spread more takes its own)",
     "trial": "Welch, over trials",
 }
 UNITS_OF_REPLICATION = {
     "launch": "the server launch: each level's interval from launch means, their spread pooled over the host's "
-              "configurations measured at that level (a configuration whose own trials spread more takes its own)",
+              "configurations measured at that level, with each round of the order as a block where they were all "
+              "launched in the same rounds (a configuration whose own trials spread more takes its own)",
     "trial": "the trial: one server launch per configuration, so the spread between launches is not in the intervals",
 }
 
@@ -229,7 +258,7 @@ def attach_comparisons(rows, verdict_metric, confidence, min_effect_pct):
     """vs_baseline, verdict and verdict_reason of every measured row, against its own baseline (baseline_variant);
     each variant's levels on a host form one family (Bonferroni over the m levels it was compared at)."""
     measured = {(r["host"], r["variant"], r["concurrency"]): r for r in rows if r["status"] == "ok"}
-    pooled = pooled_launch_variances(rows)
+    pooled = pooled_launch_variances(rows, by_round=True)
 
     def reference_of(row):
         return measured.get((row["host"], row["baseline_variant"], row["concurrency"]))

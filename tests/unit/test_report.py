@@ -191,10 +191,11 @@ def test_the_report_names_the_launch_as_the_unit_when_configurations_were_launch
     run(campaign)
     markdown = (campaign / "report.md").read_text()
     assert "Unit of replication: the server launch: each level's interval from launch means" in markdown
-    assert "(over launch means, their spread pooled over the host's configurations at that level)" in markdown
+    assert "(over launch means, their spread pooled over the host's configurations at that level (each round's shift" \
+        in markdown
     html = (campaign / "report.html").read_text()
     assert "Unit of replication" in html
-    assert "(over launch means, their spread pooled over the host&#39;s configurations at that level)" in html
+    assert "(over launch means, their spread pooled over the host&#39;s configurations at that level (each round" in html
 
 
 def test_a_report_run_again_by_hand_judges_with_the_settings_the_campaign_ran_with(tmp_path):

@@ -312,3 +312,51 @@ def test_effects_of_launches_take_each_noisy_sides_own_spread_too():
     assert result["ci_high_pct"] - result["ci_low_pct"] > plain["ci_high_pct"] - plain["ci_low_pct"]
     gain = math.log(160.0 / 100.0) - (np.mean(np.log([128.0, 132.0])) - np.mean(np.log([99.0, 101.0])))
     assert result["ci_low_pct"] == pytest.approx(math.expm1(gain - sps.t.ppf(0.975, df) * math.sqrt(se2)) * 100.0)
+
+
+def _dummy_regression_residual_variance(table):
+    """Residual variance of log y = configuration + round, fitted by least squares over dummy variables."""
+    logs = np.log(np.array(table, dtype=float))
+    configs, rounds = logs.shape
+    rows, y = [], []
+    for c in range(configs):
+        for r in range(rounds):
+            rows.append([1.0] + [float(c == k) for k in range(1, configs)] + [float(r == k) for k in range(1, rounds)])
+            y.append(logs[c, r])
+    x, y = np.array(rows), np.array(y)
+    fitted = x @ np.linalg.lstsq(x, y, rcond=None)[0]
+    df = configs * rounds - x.shape[1]
+    return float(((y - fitted) ** 2).sum() / df), df
+
+
+def test_a_shift_common_to_a_round_is_taken_out_of_the_launch_variance():
+    # Every configuration's second launch (the ABBA order's second round) ran about 15 % faster: a drift of the host,
+    # not launch-to-launch noise. With the rounds as blocks the variance is what is left, as a regression on
+    # configuration and round finds it.
+    table = [[149.0, 172.0], [214.0, 236.0], [117.0, 129.0], [197.0, 189.0], [170.0, 163.0]]
+    groups = [{1: a, 2: b} for a, b in table]
+    variance, df, rounds = stats.round_blocked_launch_variance(groups)
+    expected, expected_df = _dummy_regression_residual_variance(table)
+    assert (variance, df, rounds) == (pytest.approx(expected), expected_df, (1, 2))
+    plain = stats.pooled_launch_variance([list(g.values()) for g in groups])
+    assert plain[1] == 5 and variance < plain[0]
+    shifted = [[m * 1.15 if r == 1 else m for r, m in enumerate(launches)] for launches in [[100.0, 101.0], [50.0, 49.0]]]
+    assert stats.round_blocked_launch_variance([{1: a, 2: b} for a, b in shifted])[0] == pytest.approx(
+        _dummy_regression_residual_variance(shifted)[0])
+
+
+def test_rounds_block_only_configurations_launched_in_the_same_rounds():
+    # A configuration launched once (the stack stage) takes no part; configurations whose rounds differ give none.
+    assert stats.round_blocked_launch_variance([{1: 100.0, 2: 110.0}, {1: 50.0, 2: 54.0}, {1: 80.0}])[1:] == (1, (1, 2))
+    assert stats.round_blocked_launch_variance([{1: 100.0, 2: 110.0}, {1: 50.0, 3: 54.0}]) is None
+    assert stats.round_blocked_launch_variance([{1: 100.0, 2: 110.0}]) is None
+    three = [[100.0, 104.0, 98.0], [50.0, 53.0, 49.5], [70.0, 71.0, 69.0]]
+    variance, df, rounds = stats.round_blocked_launch_variance([dict(zip((1, 2, 3), t)) for t in three])
+    assert (variance, df) == (pytest.approx(_dummy_regression_residual_variance(three)[0]), 4) and rounds == (1, 2, 3)
+
+
+def test_a_comparison_over_rounds_says_the_rounds_were_blocks():
+    result = stats.compare_launches([104.0, 101.0], [100.0, 100.0], (0.0004, 4), rounds=True)
+    assert result["verdict"] == "inconclusive" and result["rounds_blocked"] is True
+    assert "each round's shift" in result["reason"] and "blocks, 4 degree(s)" in result["reason"], result["reason"]
+    assert stats.compare_launches([110.0, 121.0], [100.0, 110.0], (0.0004, 4))["rounds_blocked"] is False

@@ -85,13 +85,14 @@ def tight(c, *centres):
 
 
 def test_the_launch_is_the_unit_so_launch_offsets_are_not_taken_for_an_effect(tmp_path):
-    # Each configuration's two launches differ by about 4 % while their trials agree within 0.2 %: the variant's
-    # +6 % is inside the launch-to-launch spread. Taken as six independent trials a side it would be `improved`.
-    cells = launches("baseline", *tight(1, 98.0, 102.0)) + launches("v", *tight(1, 104.0, 108.0))
+    # Each configuration's two launches differ by about 4 %, one up and one down, while their trials agree within
+    # 0.2 %: the variant's +6 % is inside the launch-to-launch spread. Taken as six independent trials a side it
+    # would be `improved`.
+    cells = launches("baseline", *tight(1, 102.0, 98.0)) + launches("v", *tight(1, 104.0, 108.0))
     summary = build_summary(tmp_path / "c", cells)
     row = next(r for r in summary["cells"] if r["variant"] == "v")
     compared = row["vs_baseline"]["output_throughput"]
-    assert compared["compared"] == "launches" and compared["launch_df"] == 2
+    assert compared["compared"] == "launches" and compared["launch_df"] == 1 and compared["rounds_blocked"]
     assert (compared["launches_variant"], compared["launches_baseline"]) == (2, 2)
     assert row["verdict"] == "inconclusive" and "launch-to-launch CV" in row["verdict_reason"], row["verdict_reason"]
     assert summary["settings"]["unit_of_replication"] == "launch"
@@ -142,3 +143,21 @@ def test_a_variant_whose_trials_scatter_is_not_judged_with_the_quiet_launches_of
                                   (math.log1p((pooled[0] / 100) ** 2), pooled[1]))["verdict"] == "regressed"
     aa = next(r for r in summary["cells"] if r["variant"] == "baseline_aa")["vs_baseline"]["output_throughput"]
     assert aa["own_spread_sides"] == []
+
+
+def test_a_drift_that_moves_every_configuration_of_a_round_alike_is_not_taken_for_launch_noise(tmp_path):
+    # The host ran about 15 % faster in the second round for every configuration (the ABBA order's rounds). Pooled
+    # as launch-to-launch spread that drift hides the variant's +8 %; with the rounds as blocks it cancels.
+    cells = (launches("baseline", *tight(1, 100.0, 115.0)) + launches("baseline_aa", *tight(1, 100.5, 114.5))
+             + launches("v", *tight(1, 108.0, 124.5)))
+    summary = build_summary(tmp_path / "c", cells)
+    row = next(r for r in summary["cells"] if r["variant"] == "v")
+    compared = row["vs_baseline"]["output_throughput"]
+    assert compared["rounds_blocked"] and compared["launch_df"] == 2 and row["verdict"] == "improved", row
+    from fleetopt import stats
+    plain = stats.pooled_launch_variance([[100.0, 115.0], [100.5, 114.5], [108.0, 124.5]])
+    assert stats.compare_launches([108.0, 124.5], [100.0, 115.0], plain)["verdict"] == "inconclusive"
+    # A configuration launched in other rounds (once, here) is judged with the plain pool, where no shift cancels.
+    cells.append(cell("stack", levels=tight(1, 130.0)[0], order=51))
+    stack = next(r for r in build_summary(tmp_path / "d", cells)["cells"] if r["variant"] == "stack")
+    assert stack["vs_baseline"]["output_throughput"]["rounds_blocked"] is False
