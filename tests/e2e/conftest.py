@@ -85,7 +85,7 @@ def run_fleetopt(*args, env=None, timeout=1800):
 SINGLE_LAUNCH = {"aa": False, "campaign_launches": 1, "campaign_bench_max_trials": 0,
                  "campaign_bench_target_halfwidth_pct": 0, "campaign_capacity_search_levels": 0}
 # A test that is not about the measurement sends few prompts per level: enough for every metric the
-# client reports, not the embedded default's 32 or more per level at every level of every cell.
+# client reports, not the embedded default's 20 or more per level at every level of every cell.
 FEW_PROMPTS = {"campaign_bench_min_prompts": 8, "campaign_bench_prompts_per_concurrency": 4}
 # Test campaigns keep their state apart, but share one compile cache (as a host's campaigns do), so
 # torch.compile's kernels are compiled once per machine, not once per test run.
