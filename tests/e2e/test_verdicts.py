@@ -53,12 +53,14 @@ def test_every_variant_ran_twice_in_counterbalanced_order_and_the_report_says_so
                      "baseline_aa.launch2", "planted_large.launch2", "baseline.launch2"], order
     assert "counterbalanced" in (base / "results" / "e2e-verdicts" / "report.md").read_text()
     # The launch is the unit: each comparison from launch means, their spread pooled over the three configurations
-    # launched twice at the level (one degree of freedom each).
+    # launched twice at the level, each in both rounds of the order, so the rounds are blocks: (3 - 1)(2 - 1) degrees
+    # of freedom.
     assert data["settings"]["unit_of_replication"] == "launch"
     for row in data["cells"]:
         if row["variant"] != "baseline" and row["status"] == "ok":
             compared = row["vs_baseline"]["output_throughput"]
-            assert (compared["compared"], compared["launch_df"], compared["launches_variant"]) == ("launches", 3, 2), row
+            assert (compared["compared"], compared["launch_df"], compared["launches_variant"]) == ("launches", 2, 2), row
+            assert compared["rounds_blocked"] is True and compared["interval_df"] <= 2, row
 
 
 def test_the_baseline_against_itself_is_never_a_change_that_any_verdict_stands_on(summary):
