@@ -248,11 +248,11 @@ def _launch_error(launches, pooled, floors):
 
 
 def _launch_result(log_ratio, launches, pooled, higher_is_better, confidence, min_effect_pct, family_size, spread,
-                   floors=None, names=None, rounds=False):
+                   floors, names, rounds=False):
     """compare()'s keys and verdict for a change of `log_ratio` measured through sides of `launches` launches each,
     each launch mean with the pooled variance `pooled` (variance, degrees of freedom) on the log scale, or with the
-    side's own floor (`floors`, launch_mean_floor per side) where that is larger; `rounds`: the variance is
-    round_blocked_launch_variance's."""
+    side's own floor (`floors`, launch_mean_floor per side, named by `names`) where that is larger; `rounds`: the
+    variance is round_blocked_launch_variance's."""
     variance, df = pooled[:2]
     level = bonferroni(confidence, family_size)
     change = math.expm1(log_ratio) * 100.0
@@ -263,7 +263,7 @@ def _launch_result(log_ratio, launches, pooled, higher_is_better, confidence, mi
               "eq_low_pct": change, "eq_high_pct": change, "eq_confidence": equivalence_level(confidence),
               "compared": "launches", "launch_cv_pct": launch_cv, "launch_df": df, "interval_df": interval_df,
               "rounds_blocked": bool(rounds),
-              "own_spread_sides": [names[index] for index in own] if names else own}
+              "own_spread_sides": [names[index] for index in own]}
     se = math.sqrt(squared)
     if se > 0:
         half = float(stats.t.ppf(1 - (1 - level) / 2, interval_df)) * se
@@ -283,8 +283,7 @@ def _launch_result(log_ratio, launches, pooled, higher_is_better, confidence, mi
         floor = floors[index]
         spread += "; the %s's own trials spread more (a launch mean's CV at least %.1f %%, %d degree(s) of freedom), " \
                   "so its launch means are taken as that noisy" % (
-                      names[index] if names else "side %d" % (index + 1), math.sqrt(math.expm1(floor[0])) * 100.0,
-                      floor[1])
+                      names[index], math.sqrt(math.expm1(floor[0])) * 100.0, floor[1])
     if own:
         spread += " (Welch-Satterthwaite, at most the pool's: %.1f degrees of freedom)" % interval_df
     result["verdict"], result["reason"] = _judge(result, higher_is_better, min_effect_pct, spread)
