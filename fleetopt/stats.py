@@ -233,18 +233,20 @@ def _launch_error(launches, pooled, floors):
     Welch-Satterthwaite, never to more than the pool's: a floor only bounds a launch mean's variance from below
     (it misses the launches' own offsets), so it must not make the interval narrower than the pool alone would."""
     variance, df = pooled[:2]
-    shared, own = 0.0, []
+    shared, own, terms = 0.0, [], []
     for index, (count, floor) in enumerate(zip(launches, floors or [None] * len(launches))):
         if floor is not None and floor[0] > variance:
-            own.append((index, floor[0] / count, floor[1]))
+            own.append(index)
+            terms.append((floor[0] / count, floor[1]))
         else:
             shared += variance / count
-    terms = ([(shared, df)] if shared > 0 else []) + [(term, floor_df) for _, term, floor_df in own]
-    squared = sum(term for term, _ in terms)
+    if shared > 0:
+        terms.append((shared, df))
+    squared = sum(term for term, term_df in terms)
     if not own or squared == 0.0:
         return squared, df, []
     satterthwaite = squared ** 2 / sum(term ** 2 / term_df for term, term_df in terms)
-    return squared, min(df, satterthwaite), [index for index, _, _ in own]
+    return squared, min(df, satterthwaite), own
 
 
 def _launch_result(log_ratio, launches, pooled, higher_is_better, confidence, min_effect_pct, family_size, spread,
