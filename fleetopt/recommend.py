@@ -65,8 +65,7 @@ from fleetopt.files import write_atomically
 from fleetopt.launches import launch_details, merge_launches
 from fleetopt import stats
 from fleetopt.capacity_verdict import METRIC as CAPACITY, compare_capacity
-from fleetopt.summary import (AA_VARIANT, BASELINE, COMPARED_METRICS, launch_floor, launch_means, launch_spread,
-                              pooled_launch_variances)
+from fleetopt.summary import AA_VARIANT, BASELINE, COMPARED_METRICS, launch_sides, pooled_launch_variances
 from fleetopt.verdicts import apply_aa_gate, overall_verdict
 
 # Makes the collection's module_utils importable.
@@ -310,11 +309,9 @@ def _versus(summary, host, variant, other, metric):
     levels = []
     for concurrency in shared:
         samples = [(rows[(name, concurrency)].get("samples") or {}).get(metric) for name in needed]
-        spread, rounds = launch_spread(pooled, [rows[(name, concurrency)] for name in needed], metric)
-        if spread is not None and all(samples):
-            found = by_launch(*[launch_means(rows[(name, concurrency)], metric) for name in needed], spread,
-                              floors=[launch_floor(rows[(name, concurrency)], metric) for name in needed],
-                              rounds=rounds, **rule)
+        sides = launch_sides(pooled, [rows[(name, concurrency)] for name in needed], metric)
+        if sides is not None and all(samples):
+            found = by_launch(*sides["means"], sides["spread"], floors=sides["floors"], rounds=sides["rounds"], **rule)
         else:
             found = compare(*samples, **rule) if all(samples) else None
         if found is None:

@@ -232,7 +232,7 @@ def _launch_error(launches, pooled, floors):
     (launch_mean_floor); one estimate shared by sides keeps its degrees of freedom, several are combined by
     Welch-Satterthwaite, never to more than the pool's: a floor only bounds a launch mean's variance from below
     (it misses the launches' own offsets), so it must not make the interval narrower than the pool alone would."""
-    variance, df = pooled[:2]
+    variance, df = pooled
     shared, own, terms = 0.0, [], []
     for index, (count, floor) in enumerate(zip(launches, floors or [None] * len(launches))):
         if floor is not None and floor[0] > variance:
@@ -255,7 +255,7 @@ def _launch_result(log_ratio, launches, pooled, higher_is_better, confidence, mi
     each launch mean with the pooled variance `pooled` (variance, degrees of freedom) on the log scale, or with the
     side's own floor (`floors`, launch_mean_floor per side, named by `names`) where that is larger; `rounds`: the
     variance is round_blocked_launch_variance's."""
-    variance, df = pooled[:2]
+    variance, df = pooled
     level = bonferroni(confidence, family_size)
     change = math.expm1(log_ratio) * 100.0
     launch_cv = math.sqrt(math.expm1(variance)) * 100.0

@@ -164,9 +164,15 @@ def launch_trials(row, metric):
     return [by_launch[launch] for launch in sorted(by_launch)]
 
 
+def means_by_launch(row, metric):
+    """{launch number: the mean of `metric` over that launch's trials} of a measured row."""
+    return dict((launch, sum(trials) / len(trials)) for launch, trials in trials_by_launch(row, metric).items())
+
+
 def launch_means(row, metric):
     """The mean of `metric` over each launch's trials of a measured row, in launch order."""
-    return [sum(trials) / len(trials) for trials in launch_trials(row, metric)]
+    by_launch = means_by_launch(row, metric)
+    return [by_launch[launch] for launch in sorted(by_launch)]
 
 
 def launch_floor(row, metric):
@@ -184,9 +190,7 @@ def pooled_launch_variances(rows, by_round=False):
     for row in rows:
         if row["status"] == "ok":
             for metric in row.get("samples") or {}:
-                by_launch = trials_by_launch(row, metric)
-                groups.setdefault((row["host"], row["concurrency"], metric), []).append(
-                    dict((launch, sum(t) / len(t)) for launch, t in by_launch.items()))
+                groups.setdefault((row["host"], row["concurrency"], metric), []).append(means_by_launch(row, metric))
     pooled = {}
     for key, means in groups.items():
         pooled[key] = stats.pooled_launch_variance([[m[launch] for launch in sorted(m)] for m in means])
@@ -195,15 +199,20 @@ def pooled_launch_variances(rows, by_round=False):
     return {key: value for key, value in pooled.items() if value is not None}
 
 
-def launch_spread(pooled, rows, metric):
-    """The spread to judge `rows` (two or four, at one host and level) with, and whether the rounds were blocks: the
-    round-blocked one where every row was launched in exactly its rounds (a shift of a round then cancels from the
-    comparison), else the pooled one; (None, False) where no configuration was launched twice there."""
+def launch_sides(pooled, rows, metric):
+    """What stats.compare_launches and stats.compare_effects_launches judge `rows` (two or four, at one host and
+    level) with: their launch means, the spread ((variance, degrees of freedom): the round-blocked one where every
+    row was launched in exactly its rounds, so that a shift of a round cancels from the comparison, else the pooled
+    one), each row's own floor, and whether the rounds were blocks. None where no configuration was launched twice
+    there: the trials are then the unit."""
     key = (rows[0]["host"], rows[0]["concurrency"], metric)
     blocked = pooled.get(key + ("rounds",))
-    if blocked is not None and all(tuple(sorted(trials_by_launch(row, metric))) == blocked[2] for row in rows):
-        return blocked, True
-    return pooled.get(key), False
+    rounds = blocked is not None and all(tuple(sorted(trials_by_launch(row, metric))) == blocked[2] for row in rows)
+    spread = blocked[:2] if rounds else pooled.get(key)
+    if spread is None:
+        return None
+    return {"means": [launch_means(row, metric) for row in rows], "spread": spread,
+            "floors": [launch_floor(row, metric) for row in rows], "rounds": rounds}
 
 
 def trial_samples(row, metric):
@@ -215,12 +224,10 @@ def compare_rows(row, reference, metric, pooled, confidence, min_effect_pct, fam
     """The row against its reference on one metric: launch means where the host's configurations were launched more
     than once at this level (`pooled`: pooled_launch_variances; the launch is the unit), else the trials. The
     summary compares rows with their baseline this way, the CI gate with a reference campaign's."""
-    spread, rounds = launch_spread(pooled, [row, reference], metric)
-    if spread is not None:
-        return stats.compare_launches(launch_means(row, metric), launch_means(reference, metric), spread,
-                                      stats.HIGHER_IS_BETTER[metric], confidence, min_effect_pct, family_size,
-                                      floors=[launch_floor(row, metric), launch_floor(reference, metric)],
-                                      rounds=rounds)
+    sides = launch_sides(pooled, [row, reference], metric)
+    if sides is not None:
+        return stats.compare_launches(*sides["means"], sides["spread"], stats.HIGHER_IS_BETTER[metric], confidence,
+                                      min_effect_pct, family_size, floors=sides["floors"], rounds=sides["rounds"])
     return stats.compare(trial_samples(row, metric), trial_samples(reference, metric), stats.HIGHER_IS_BETTER[metric],
                          confidence, min_effect_pct, family_size=family_size)
 
