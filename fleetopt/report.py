@@ -24,6 +24,7 @@ from fleetopt.html_report import write_html_report
 from fleetopt.launches import describe_design
 from fleetopt.llmd_export import write_llmd_reports
 from fleetopt import stats
+from fleetopt.steal import steal_text
 from fleetopt.recommend import STATUS_PROPOSED, recommend, write_recommendation
 from fleetopt.summary import UNITS_OF_REPLICATION, build_summary, campaign_verdict_settings, comparison_method, load_cells
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engine import SLO_KEYS  # fleetopt.recommend set the path
@@ -366,6 +367,7 @@ def render_markdown(summary, cells):
         "- benchmark: concurrency %s, %s trial(s), %s input / %s output tokens" % (
             bench.get("concurrency"), bench.get("trials"), bench.get("input_len"), bench.get("output_len")),
         client_cost_text(cells),
+        steal_text(cells),
         "- fleetopt revision: %s; generated %s" % (summary.get("fleetopt_revision"), summary["generated_at"]),
         "",
         "## Verdicts",

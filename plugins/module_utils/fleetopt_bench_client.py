@@ -13,7 +13,7 @@ measures is the engine's, unchanged, and its result files keep their formats.
 Requests and answers are files in this client's folder, each written whole (rename):
 
 - `request-<n>.json` (from the module): {"module", "args", "output"};
-- `done-<n>.json` (from here): {"exit_code", "started_at", "ended_at", "cpu_s"};
+- `done-<n>.json` (from here): {"exit_code", "started_at", "ended_at", "cpu_s", "host_steal_share"};
 - `client.json` (from here): {"pid", "started_at", "runs"}.
 
 It exits when the file `stop` appears or when no request came for `idle_s` seconds, so a
@@ -33,6 +33,8 @@ import time
 import traceback
 
 POLL_S = 0.05
+# The host's CPU time since boot, in clock ticks: the first line of /proc/stat (Linux).
+PROC_STAT = "/proc/stat"
 
 
 def write_json(path, data):
@@ -46,6 +48,33 @@ def cpu_seconds():
     own = resource.getrusage(resource.RUSAGE_SELF)
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def host_cpu_ticks(path=PROC_STAT):
+    """(steal, total) clock ticks of the host's CPUs since boot, or None where the kernel does not say.
+
+    Steal is the time a virtual machine's CPUs wanted to run while its hypervisor ran something
+    else (other guests): on a shared VM it slows a run as much as a noisy neighbour process."""
+    try:
+        with open(path) as handle:
+            fields = handle.readline().split()
+    except (IOError, OSError):
+        return None
+    # cpu user nice system idle iowait irq softirq steal [guest guest_nice]; guest time is already in user.
+    if len(fields) < 9 or fields[0] != "cpu":
+        return None
+    try:
+        ticks = [int(value) for value in fields[1:9]]
+    except ValueError:
+        return None
+    return ticks[7], sum(ticks)
+
+
+def steal_share(before, after):
+    """The share of the host's CPU time stolen between two host_cpu_ticks() readings, or None."""
+    if before is None or after is None or after[1] <= before[1]:
+        return None
+    return round(float(after[0] - before[0]) / (after[1] - before[1]), 4)
 
 
 def exit_code(exc):
@@ -64,7 +93,7 @@ def run_once(request):
     os.dup2(out, 2)
     os.close(out)
     sys.argv = [request["module"]] + list(request["args"])
-    started, cpu = time.time(), cpu_seconds()
+    started, cpu, host = time.time(), cpu_seconds(), host_cpu_ticks()
     code = 0
     try:
         runpy.run_module(request["module"], run_name="__main__", alter_sys=True)
@@ -80,7 +109,8 @@ def run_once(request):
         os.dup2(saved[1], 2)
         os.close(saved[0])
         os.close(saved[1])
-    return {"exit_code": code, "started_at": started, "ended_at": time.time(), "cpu_s": cpu_seconds() - cpu}
+    return {"exit_code": code, "started_at": started, "ended_at": time.time(), "cpu_s": cpu_seconds() - cpu,
+            "host_steal_share": steal_share(host, host_cpu_ticks())}
 
 
 def next_request(folder, number):

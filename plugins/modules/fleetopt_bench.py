@@ -296,12 +296,17 @@ EXAMPLES = r"""
 
 RETURN = r"""
 levels:
-  description: One entry per concurrency level and trial.
+  description:
+    - One entry per concurrency level and trial.
+    - C(host_steal_share) is the share of the host's CPU time that its hypervisor gave to other guests while the
+      run lasted (steal, from Linux's /proc/stat; null where the host does not say). On a shared virtual machine a
+      run that lost CPU this way is slower for a reason no variant caused.
   returned: always
   type: list
   elements: dict
   sample: [{"concurrency": 4, "trial": 1, "status": "ok", "reason": null, "duration_s": 7.9, "client_started": false,
             "client_run_s": 7.8, "client_cpu_s": 2.1, "client_cpu_share": 0.27, "client_bound": false,
+            "host_steal_share": 0.012,
             "metrics": {"output_throughput": 2210.4, "total_throughput": 4420.8, "mean_ttft_ms": 12.1, "p99_ttft_ms": 30.2,
                         "mean_itl_ms": 1.6, "board_power_w": 702.5, "output_tokens_per_joule": 3.1465},
             "power": {"status": "ok", "samples": 39, "gpu_mean_w": {"0": 702.5}, "board_power_w": 702.5,
@@ -654,7 +659,8 @@ def measure_run(module, guard, adapter, env, ident, num_prompts, seed, warmups=0
         wall = max(answer["ended_at"] - answer["started_at"], 1e-6)
         level.update(client_run_s=round(wall, 3), client_cpu_s=round(answer["cpu_s"], 3),
                      client_cpu_share=round(answer["cpu_s"] / wall, 3),
-                     client_bound=answer["cpu_s"] / wall >= CLIENT_BOUND_SHARE)
+                     client_bound=answer["cpu_s"] / wall >= CLIENT_BOUND_SHARE,
+                     host_steal_share=answer.get("host_steal_share"))
     if died:
         level["reason"] = "the server exited during the benchmark"
     elif timed_out:

@@ -14,6 +14,11 @@ Then, over the campaign, the mean of each figure. A between-launch spread well a
 within-launch spread explains (within / sqrt(trials)) says the launch, not the trial, is the unit
 that varies, and trials pooled across launches make intervals too narrow.
 
+Last, where the runs recorded it (`host_steal_share`), whether the CPU that the host's hypervisor
+took from the runs explains their speed: each trial's deviation from its variant's mean at its
+level against its steal (Spearman's rank correlation, scipy), and the mean deviation of the runs
+that lost 5 % or more against the others.
+
     .venv/bin/python tests/benchmarks/variance_components.py results/<campaign-id> [--metric output_throughput]
 """
 import argparse
@@ -22,6 +27,7 @@ import math
 import pathlib
 
 import numpy as np
+from scipy import stats
 
 
 def trials_by_launch(campaign_dir, metric):
@@ -37,6 +43,34 @@ def trials_by_launch(campaign_dir, metric):
             key = (cell.get("host"), cell["variant"], level.get("concurrency"))
             found.setdefault(key, {}).setdefault(launch, []).append(float(value))
     return found
+
+
+def steal_and_speed(campaign_dir, metric):
+    """[(steal share, deviation of the run from its variant's mean at its level, in %)] over the ok runs that recorded
+    their steal."""
+    runs = {}
+    for path in sorted(pathlib.Path(campaign_dir, "cells").glob("*/*.json")):
+        cell = json.loads(path.read_text())
+        for level in cell.get("levels") or []:
+            value = (level.get("metrics") or {}).get(metric)
+            if level.get("status") == "ok" and value is not None and level.get("host_steal_share") is not None:
+                key = (cell.get("host"), cell["variant"], level.get("concurrency"))
+                runs.setdefault(key, []).append((level["host_steal_share"], float(value)))
+    return [(steal, (value / np.mean([v for _, v in group]) - 1) * 100)
+            for group in runs.values() if len(group) >= 2 for steal, value in group]
+
+
+def print_steal(pairs, threshold=0.05):
+    if len(pairs) < 3:
+        print("steal: recorded by %d runs, too few to compare" % len(pairs))
+        return
+    steal, deviation = np.array(pairs).T
+    rho, p_value = stats.spearmanr(steal, deviation)
+    hit = deviation[steal >= threshold]
+    print("steal: %d runs, median %.1f %%, most %.1f %%; against the run's deviation from its variant's mean: "
+          "Spearman rho %.2f (p %.3f); runs at >= %.0f %% steal: %d, mean deviation %s %%, the others %s %%" % (
+              len(pairs), np.median(steal) * 100, steal.max() * 100, rho, p_value, threshold * 100, len(hit),
+              fmt(float(hit.mean())) if len(hit) else "-", fmt(float(deviation[steal < threshold].mean()))))
 
 
 def cv_pct(values):
@@ -84,6 +118,7 @@ def main():
             parts["trials"], runs))
     print("campaign means: within %s, between %s, first trial %s" % tuple(
         fmt(float(np.mean(totals[k])) if totals[k] else None) for k in ("within", "between", "first_trial")))
+    print_steal(steal_and_speed(args.campaign_dir, args.metric))
 
 
 if __name__ == "__main__":

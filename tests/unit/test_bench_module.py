@@ -302,6 +302,9 @@ def test_the_clients_cpu_use_is_recorded_and_a_busy_client_flagged(scripted_pyth
     assert busy["client_cpu_s"] >= 0.95 and busy["client_cpu_share"] > idle["client_cpu_share"] + 0.3, busy
     # Flagged when its share of one core reaches the module's threshold (a loaded host may give it less).
     assert busy["client_bound"] is (busy["client_cpu_share"] >= 0.9)
+    # And what the host's hypervisor took from it meanwhile, read from this Linux host's /proc/stat.
+    for level in (idle, busy):
+        assert isinstance(level["host_steal_share"], float) and 0 <= level["host_steal_share"] <= 1, level
 
 
 def test_the_slos_reach_the_client_as_its_goodput_option(scripted_python, tmp_path):

@@ -223,3 +223,20 @@ def test_a_report_run_again_by_hand_judges_with_the_settings_the_campaign_ran_wi
     campaign = write_campaign(tmp_path, cells)
     found, _ = settings()
     assert (found["min_effect_pct"], found["confidence"], found["verdict_settings_from"]) == (3.0, 0.95, "defaults")
+
+
+def test_the_report_states_the_cpu_the_hypervisor_took_and_names_the_runs_that_lost_much():
+    from fleetopt.steal import steal_text
+    cells = [{"variant": "baseline", "host": "h1", "launch_number": 2,
+              "levels": [{"concurrency": 4, "trial": 1, "host_steal_share": 0.12},
+                         {"concurrency": 4, "trial": 2, "host_steal_share": 0.01}]},
+             {"variant": "v", "host": "h1", "levels": [{"concurrency": 4, "trial": 1, "host_steal_share": 0.0},
+                                                     {"concurrency": 4, "trial": 2, "status": "failed"}]}]
+    text = steal_text(cells)
+    assert "median 1.0 %, most 12.0 % (baseline launch 2 c=4 trial 1)" in text, text
+    assert "1 of 3 runs lost 5 % or more" in text and text.endswith(": baseline launch 2 c=4 trial 1"), text
+    quiet = [dict(cells[1], levels=[{"concurrency": 1, "trial": 1, "host_steal_share": 0.0}])]
+    assert steal_text(quiet).endswith("none in any of the 1 runs")
+    assert "not recorded" in steal_text([{"variant": "old", "levels": [{"concurrency": 1}]}])
+    two_hosts = [dict(cells[0], host="h2"), cells[1]]
+    assert "baseline on h2 launch 2 c=4 trial 1" in steal_text(two_hosts)
