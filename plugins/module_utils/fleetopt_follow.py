@@ -28,8 +28,10 @@ def follow_startup(watcher, read, process_gone, healthy, deadline, slice_end=Non
     TIMEOUT or PROGRESS.
 
     `read()` returns the log text written since the last call; `process_gone()` whether the
-    server is gone; `healthy()` whether its health endpoint answers, asked only once the ready
-    line was logged (or, with `ready_line` false, once a first phase was). A fatal line ends the
+    server is gone; `healthy(wait)` whether its health endpoint answers within `wait` seconds, asked
+    only once the ready line was logged (or, with `ready_line` false, once a first phase was). The
+    wait is the time left before the deadline (or the slice's end): an endpoint that accepts and
+    never answers cannot hold the start-up past either. A fatal line ends the
     start-up `crash_settle_s` after it was seen, so the rest of the traceback (often the root
     cause) is read first. With `slice_end`, that time, or a new phase once it has lasted
     PHASE_REPORT_S, ends it as PROGRESS.
@@ -46,8 +48,10 @@ def follow_startup(watcher, read, process_gone, healthy, deadline, slice_end=Non
         if watcher.failed and now - watcher.first_fatal_at >= crash_settle_s:
             return FAILED
         if watcher.ready or (not ready_line and watcher.phase is not None):
-            if healthy():
+            ends = deadline if slice_end is None else min(deadline, slice_end)
+            if healthy(max(ends - now, poll_interval)):
                 return READY
+            now = clock()  # the request may have waited until the deadline
         if now >= deadline:
             return TIMEOUT
         if slice_end is not None and (now >= slice_end or _new_phase_to_report(watcher, phase_before, now)):

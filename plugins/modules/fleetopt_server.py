@@ -119,7 +119,7 @@ options:
     type: float
     default: 120
   health_timeout:
-    description: Seconds per readiness HTTP request.
+    description: Seconds per readiness HTTP request, at most the time left before O(startup_timeout).
     type: float
     default: 20
   poll_interval:
@@ -813,7 +813,7 @@ class Lifecycle:
             log.seek(state["offset"])
             outcome = fleetopt_follow.follow_startup(
                 watcher, log.read, lambda: self.process_gone(state),
-                lambda: http_ok(health_url, self.p["health_timeout"], self.p["api_key"]),
+                lambda wait: http_ok(health_url, min(self.p["health_timeout"], wait), self.p["api_key"]),
                 deadline=state["launched_at"] + self.p["startup_timeout"],
                 slice_end=None if self.p["follow_slice"] is None else time.time() + self.p["follow_slice"],
                 ready_line=bool(spec.get("ready")), renew=lambda: self.renew_lease(state),

@@ -15,8 +15,10 @@ PORT_TAKEN = "ERROR: [Errno 98] error while attempting to bind on address: addre
 class Host:
     """A server's log (one chunk per poll), its process, its health endpoint and a clock."""
 
-    def __init__(self, chunks, gone_after=None, healthy_after=0):
+    def __init__(self, chunks, gone_after=None, healthy_after=0, hangs=False):
         self.chunks = list(chunks)
+        self.hangs = hangs  # the endpoint accepts and never answers: each request waits as long as it may
+        self.waits = []
         self.polls = 0
         self.gone_after = gone_after
         self.healthy_after = healthy_after
@@ -31,8 +33,12 @@ class Host:
         self.polls += 1
         return self.gone_after is not None and self.polls > self.gone_after
 
-    def healthy(self):
+    def healthy(self, wait):
         self.health_asked += 1
+        self.waits.append(wait)
+        if self.hangs:
+            self.now += wait
+            return False
         return self.health_asked > self.healthy_after
 
     def sleep(self, seconds):
@@ -53,6 +59,18 @@ def test_ready_once_the_ready_line_is_logged_and_the_health_check_answers(vllm_s
     outcome, watcher = host.follow(vllm_spec)
     assert outcome == "ready" and watcher.ready and watcher.phase == "http"
     assert host.health_asked == 3  # never before the ready line: twice refused, then answered
+
+
+def test_a_health_endpoint_that_never_answers_cannot_hold_the_start_up_past_its_deadline(vllm_spec):
+    # Something holds the port and accepts without answering: each request may wait only for the time left.
+    host = Host([INIT, WEIGHTS, HTTP, READY], hangs=True)
+    outcome, _ = host.follow(vllm_spec, timeout=3.0)
+    assert outcome == "timeout"
+    assert host.now <= 1000.0 + 3.0 + 0.1 + 1e-9, host.now - 1000.0
+    assert host.waits and all(wait <= 3.0 for wait in host.waits), host.waits
+    # Nor past the end of a follow slice: the next slice asks again.
+    sliced = Host([INIT, WEIGHTS, HTTP, READY], hangs=True)
+    assert sliced.follow(vllm_spec, timeout=60.0, slice_s=2.0)[0] == "progress" and sliced.now <= 1000.0 + 2.1 + 1e-9
 
 
 def test_without_a_ready_pattern_the_first_phase_and_a_healthy_endpoint_suffice(vllm_spec):
