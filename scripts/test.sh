@@ -25,18 +25,19 @@ scripts/bootstrap.sh || exit 1
 export PATH="$PWD/.venv/bin:$PATH"
 status=0
 
-# SGLang's benchmark client (two venvs, minutes to build on a fresh machine) is built while lint
-# and the first tests run; tests/e2e/test_sglang_client.py waits for it through the build's lock.
+# SGLang's benchmark client (two venvs, minutes to build on a fresh machine) is built while the
+# set-up and the first tests run; tests/e2e/test_sglang_client.py waits for it through the build's lock.
 mkdir -p artifacts
 setsid python tests/fixtures/sglang/client/provision.py 0.5.9 0.5.23 > artifacts/sglang-client-provision.log 2>&1 &
 sglang_client_build=$!
 
-# ansible-test and molecule share nothing with the local engine's set-up, lint or each other, and
-# mostly wait on pip, apt or podman: they run beside those steps, and so do the unit and
-# integration tests that time nothing. The end-to-end and browser tests marked `load_tolerant`
-# (they assert no speed and no verdict that a loaded machine could change) follow those steps while
-# the others may still run. The rest of the end-to-end tests and those marked `timing` (crash
-# detection, leases, idle exits, which a loaded machine slows) start once all of that has ended.
+# ansible-test, molecule, ansible-lint and Chromium's install share nothing with the local engine's
+# set-up or each other, and mostly wait on pip, apt or podman: they run beside it, and so do the
+# unit and integration tests that time nothing. The end-to-end tests marked `load_tolerant` (they
+# assert no speed and no verdict that a loaded machine could change) follow the set-up while the
+# others may still run, then the browser tests so marked, once Chromium is there. The rest of the
+# end-to-end tests and those marked `timing` (crash detection, leases, idle exits, which a loaded
+# machine slows) start once all of that has ended.
 # Each pytest keeps its temporary folders in a folder of its own under this
 # checkout's: pytest keeps a user's three latest runs and deletes older ones, also those of another
 # run still going (ansible-test runs a pytest of its own).
@@ -51,8 +52,25 @@ run_beside() {  # name, log, command...
 }
 run_beside "ansible-test sanity and units (the collection, from its tarball)" artifacts/ansible-test.log scripts/ansible_test.sh
 if [ -x tests/molecule/run_all.sh ] && [ "${FLEETOPT_SKIP_MOLECULE:-0}" != 1 ]; then
-  run_beside "molecule" artifacts/molecule.log tests/molecule/run_all.sh
+  # Then the container fleet's host image (apt inside a container: minutes on a fresh machine), which
+  # tests/e2e/test_container_fleet.py would otherwise build in the last phase, with the machine to itself.
+  run_beside "molecule, then the container fleet's host image" artifacts/molecule.log bash -c \
+    'tests/molecule/run_all.sh; code=$?; echo "== playbooks/containers.yml -e state=image"
+     ansible-playbook playbooks/containers.yml -e state=image || code=1; exit $code'
 fi
+run_beside "ansible-lint" artifacts/ansible-lint.log ansible-lint
+# Chromium is installed beside the rest; only the browser tests wait for it.
+tests/browser/ensure_chromium.sh > artifacts/chromium.log 2>&1 &
+chromium_job=$!
+chromium_ready() {
+  [ -n "$chromium_job" ] || return 0
+  wait "$chromium_job"
+  local code=$?
+  phase "Chromium for the browser tests: exit $code (installed beside; its output follows)"
+  cat artifacts/chromium.log
+  chromium_job=""
+  [ "$code" -eq 0 ] || status=1
+}
 # Arguments choose the tests themselves (e.g. -m "not e2e"): then they all run in the last phase.
 quiet_only=()
 if [ $# -eq 0 ]; then
@@ -64,20 +82,19 @@ if [ $# -eq 0 ]; then
   quiet_only=(-m "(e2e or browser or timing) and not load_tolerant")
 fi
 
-phase "provisioning the local engine the end-to-end tests use (ansible-test and molecule beside it)"
+phase "provisioning the local engine the end-to-end tests use (ansible-test, molecule, ansible-lint and Chromium beside it)"
 ansible-playbook playbooks/setup_local.yml || status=1
 
-phase "ansible-lint"
-ansible-lint || status=1
-
-phase "Chromium for the browser tests"
-tests/browser/ensure_chromium.sh || status=1
-
 if [ $# -eq 0 ]; then
-  phase "pytest: the load-tolerant end-to-end and browser tests (the jobs above may still run beside them)"
-  PYTEST_DEBUG_TEMPROOT="$temproot/tolerant" python -m pytest -p no:cacheprovider --durations=10 -m load_tolerant ||
+  phase "pytest: the load-tolerant end-to-end tests (the jobs above may still run beside them)"
+  PYTEST_DEBUG_TEMPROOT="$temproot/tolerant" python -m pytest -p no:cacheprovider --durations=10 -m load_tolerant \
+    --ignore=tests/browser || status=1
+  chromium_ready
+  phase "pytest: the load-tolerant browser tests"
+  PYTEST_DEBUG_TEMPROOT="$temproot/tolerant" python -m pytest -p no:cacheprovider -m load_tolerant tests/browser ||
     status=1
 fi
+chromium_ready
 
 for job in "${beside[@]}"; do
   IFS=: read -r pid name log <<< "$job"

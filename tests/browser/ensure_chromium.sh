@@ -11,6 +11,7 @@ if [ "$(id -u)" -ne 0 ]; then
   sudo="sudo"
 fi
 export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update
-$sudo apt-get install -y chromium
+apt="$(cd "$(dirname "$0")/.." && pwd)/apt_locked.sh"
+$sudo "$apt" update
+$sudo "$apt" install -y chromium
 /usr/bin/chromium --version

@@ -19,10 +19,11 @@ done
 if ((${#missing[@]})); then
   log "installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
+  apt="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/apt_locked.sh"
   # Install from the current lists first; refresh them only when that fails (a fresh image).
-  if ! apt-get install -y -q --no-install-recommends "${missing[@]}"; then
-    apt-get update -q
-    apt-get install -y -q --no-install-recommends "${missing[@]}"
+  if ! "$apt" install -y -q --no-install-recommends "${missing[@]}"; then
+    "$apt" update -q
+    "$apt" install -y -q --no-install-recommends "${missing[@]}"
   fi
 else
   log "lxc and busybox-static already installed"

@@ -35,8 +35,8 @@ for pin in "${APT_PINS[@]}"; do
 done
 if ((${#missing[@]})); then
   log "installing ${missing[*]}"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+  "$HERE/../apt_locked.sh" update -qq
+  DEBIAN_FRONTEND=noninteractive "$HERE/../apt_locked.sh" install -y -qq --no-install-recommends \
     "${missing[@]}" uidmap slirp4netns fuse-overlayfs >/dev/null
 else
   log "podman, runc and debootstrap already installed"
