@@ -12,6 +12,7 @@ from markupsafe import Markup
 
 from fleetopt import plots
 from fleetopt.cost import power_text
+from fleetopt.steal import steal_text
 import yaml
 
 from fleetopt.capacity_verdict import METRIC as CAPACITY, capacity_rules
@@ -153,7 +154,7 @@ def render_html(summary, cells):
         design=describe_design((summary.get("settings") or {}).get("design")),
         unit=UNITS_OF_REPLICATION.get((summary.get("settings") or {}).get("unit_of_replication")),
         method=comparison_method(summary.get("settings") or {}),
-        provenance=provenance_rows(cells), verdict_names=VERDICTS, power=power_text(cells),
+        provenance=provenance_rows(cells), verdict_names=VERDICTS, power=power_text(cells), steal=steal_text(cells),
         on_capacity=summary["settings"]["verdict_metric"] == CAPACITY,
         capacity_rules=capacity_rules(summary["settings"]["confidence"]),
     )

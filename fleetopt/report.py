@@ -367,7 +367,7 @@ def render_markdown(summary, cells):
         "- benchmark: concurrency %s, %s trial(s), %s input / %s output tokens" % (
             bench.get("concurrency"), bench.get("trials"), bench.get("input_len"), bench.get("output_len")),
         client_cost_text(cells),
-        steal_text(cells),
+        "- " + steal_text(cells),
         "- fleetopt revision: %s; generated %s" % (summary.get("fleetopt_revision"), summary["generated_at"]),
         "",
         "## Verdicts",

@@ -14,17 +14,17 @@ def run_label(cell, level, hosts):
 
 
 def steal_text(cells):
-    """One line of the report's campaign section."""
+    """A sentence for the reports' campaign facts."""
     hosts = {c.get("host") for c in cells}
     runs = [(level["host_steal_share"], run_label(cell, level, hosts)) for cell in cells
             for level in cell.get("levels") or [] if level.get("host_steal_share") is not None]
     if not runs:
-        return "- CPU stolen by the hypervisor: not recorded (no host said, or the cells predate the record)"
+        return "CPU stolen by the hypervisor: not recorded (no host said, or the cells predate the record)"
     shares = [share for share, _ in runs]
     if not any(shares):
-        return "- CPU stolen by the hypervisor: none in any of the %d runs" % len(runs)
+        return "CPU stolen by the hypervisor: none in any of the %d runs" % len(runs)
     most, where = max(runs)
-    text = "- CPU stolen by the hypervisor (its other guests) during the runs: median %.1f %%, most %.1f %% (%s)" % (
+    text = "CPU stolen by the hypervisor (its other guests) during the runs: median %.1f %%, most %.1f %% (%s)" % (
         median(shares) * 100, most * 100, where)
     stolen = sorted(label for share, label in runs if share >= STOLEN_SHARE)
     if stolen:

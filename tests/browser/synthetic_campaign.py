@@ -38,7 +38,7 @@ def trials(concurrency, *outputs, ttft=50.0, itl=5.0):
             "p99_e2e_latency_ms": 1500.0,
         }
         levels.append({"concurrency": concurrency, "trial": index + 1, "num_prompts": 64, "status": "ok",
-                       "reason": None, "metrics": metrics})
+                       "reason": None, "metrics": metrics, "host_steal_share": 0.002 * index})
     return levels
 
 

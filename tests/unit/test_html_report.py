@@ -45,6 +45,7 @@ def test_the_header_names_engine_hardware_settings_and_revision(campaign):
     assert "(Welch, over trials) at 95 % confidence" in html and "at least 3.0 %" in html and "inside ±3.0 %" in html
     assert "simultaneous over the m levels (Bonferroni)" in html
     assert '<dd id="design">one server launch per variant</dd>' in html
+    assert '<dd id="host-steal">CPU stolen by the hypervisor (its other guests) during the runs: median 0.2 %, most 0.4 %' in html
     assert "concurrency 1, 8; 3 trial(s)" in html
 
 
