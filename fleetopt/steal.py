@@ -20,7 +20,7 @@ def steal_text(cells):
             for level in cell.get("levels") or [] if level.get("host_steal_share") is not None]
     if not runs:
         return "CPU stolen by the hypervisor: not recorded (no host said, or the cells predate the record)"
-    shares = [share for share, _ in runs]
+    shares = [run[0] for run in runs]
     if not any(shares):
         return "CPU stolen by the hypervisor: none in any of the %d runs" % len(runs)
     most, where = max(runs)
