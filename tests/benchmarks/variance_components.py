@@ -30,34 +30,37 @@ import numpy as np
 from scipy import stats
 
 
-def trials_by_launch(campaign_dir, metric):
-    """{(host, variant, concurrency): {launch: [value, ...] in run order}} over the ok runs."""
-    found = {}
+def ok_runs(campaign_dir, metric):
+    """[(cell, level, value of `metric`)] over the campaign's ok runs that recorded it, read once."""
+    runs = []
     for path in sorted(pathlib.Path(campaign_dir, "cells").glob("*/*.json")):
         cell = json.loads(path.read_text())
-        launch = cell.get("launch_number") or 1
         for level in cell.get("levels") or []:
             value = (level.get("metrics") or {}).get(metric)
-            if level.get("status") != "ok" or value is None:
-                continue
-            key = (cell.get("host"), cell["variant"], level.get("concurrency"))
-            found.setdefault(key, {}).setdefault(launch, []).append(float(value))
+            if level.get("status") == "ok" and value is not None:
+                runs.append((cell, level, float(value)))
+    return runs
+
+
+def trials_by_launch(runs):
+    """{(host, variant, concurrency): {launch: [value, ...] in run order}} over ok_runs()."""
+    found = {}
+    for cell, level, value in runs:
+        key = (cell.get("host"), cell["variant"], level.get("concurrency"))
+        found.setdefault(key, {}).setdefault(cell.get("launch_number") or 1, []).append(value)
     return found
 
 
-def steal_and_speed(campaign_dir, metric):
-    """[(steal share, deviation of the run from its variant's mean at its level, in %)] over the ok runs that recorded
-    their steal."""
-    runs = {}
-    for path in sorted(pathlib.Path(campaign_dir, "cells").glob("*/*.json")):
-        cell = json.loads(path.read_text())
-        for level in cell.get("levels") or []:
-            value = (level.get("metrics") or {}).get(metric)
-            if level.get("status") == "ok" and value is not None and level.get("host_steal_share") is not None:
-                key = (cell.get("host"), cell["variant"], level.get("concurrency"))
-                runs.setdefault(key, []).append((level["host_steal_share"], float(value)))
+def steal_and_speed(runs):
+    """[(steal share, deviation of the run from its variant's mean at its level, in %)] over those of ok_runs() that
+    recorded their steal."""
+    groups = {}
+    for cell, level, value in runs:
+        if level.get("host_steal_share") is not None:
+            key = (cell.get("host"), cell["variant"], level.get("concurrency"))
+            groups.setdefault(key, []).append((level["host_steal_share"], value))
     return [(steal, (value / np.mean([v for _, v in group]) - 1) * 100)
-            for group in runs.values() if len(group) >= 2 for steal, value in group]
+            for group in groups.values() if len(group) >= 2 for steal, value in group]
 
 
 def print_steal(pairs, threshold=0.05):
@@ -101,7 +104,8 @@ def main():
     parser.add_argument("campaign_dir")
     parser.add_argument("--metric", default="output_throughput")
     args = parser.parse_args()
-    found = trials_by_launch(args.campaign_dir, args.metric)
+    measured = ok_runs(args.campaign_dir, args.metric)
+    found = trials_by_launch(measured)
     if not found:
         raise SystemExit("no ok runs with %s under %s/cells" % (args.metric, args.campaign_dir))
     print("%s, per host / variant / concurrency (CV in %%; first trial against the rest in %%, negative: slower)"
@@ -118,7 +122,7 @@ def main():
             parts["trials"], runs))
     print("campaign means: within %s, between %s, first trial %s" % tuple(
         fmt(float(np.mean(totals[k])) if totals[k] else None) for k in ("within", "between", "first_trial")))
-    print_steal(steal_and_speed(args.campaign_dir, args.metric))
+    print_steal(steal_and_speed(measured))
 
 
 if __name__ == "__main__":
