@@ -87,6 +87,9 @@ SINGLE_LAUNCH = {"aa": False, "campaign_launches": 1, "campaign_bench_max_trials
 # A test that is not about the measurement sends few prompts per level: enough for every metric the
 # client reports, not the embedded default's 20 or more per level at every level of every cell.
 FEW_PROMPTS = {"campaign_bench_min_prompts": 8, "campaign_bench_prompts_per_concurrency": 4}
+# A test whose servers start as fast_start_env() says measures nothing it judges: no warm-up requests either (a new
+# server's first level otherwise gets 8, as many as FEW_PROMPTS measures).
+NO_WARMUP = {"campaign_bench_warmup_per_concurrency": 0, "campaign_bench_min_warmups": 0}
 # Test campaigns keep their state apart, but share one compile cache (as a host's campaigns do), so
 # torch.compile's kernels are compiled once per machine, not once per test run.
 E2E_COMPILE_CACHE = HOME / ".cache" / "fleetopt-e2e" / "vllm"
@@ -107,10 +110,10 @@ def isolated(base, port, campaign_id, trials=1, concurrency=(1,), design=None, f
     """Arguments that keep a test campaign's results, artifacts and state in its own folder.
 
     A campaign with a measurement design of its own keeps the embedded default's benchmark sizes;
-    the others send FEW_PROMPTS. fast_start: servers start as fast_start_env() says."""
+    the others send FEW_PROMPTS. fast_start: servers start as fast_start_env() says, and warm up with NO_WARMUP."""
     settings = dict(FEW_PROMPTS if design is None else {}, **(design or SINGLE_LAUNCH))
     if fast_start:
-        settings["campaign_server_env"] = fast_start_env()
+        settings.update(NO_WARMUP, campaign_server_env=fast_start_env())
     settings.update(campaign_bench_concurrency=list(concurrency), campaign_bench_trials=trials,
                     campaign_cache_dir=str(E2E_COMPILE_CACHE))
     return ["--campaign-id", campaign_id, "--results", str(base / "results"), "--artifacts", str(base / "artifacts"),

@@ -50,7 +50,7 @@ def killed(tmp_path_factory, local_engine):
     rc, output = run_fleetopt("run", "--only", "float32_compute",
                               # The level after the killed one is skipped, with the reason.
                               *isolated(base, port, "e2e-killed", concurrency=(1, 2), fast_start=True),
-                              # A run of ~10 s at concurrency 1 (8 prompts of 128 tokens after as many warm-ups):
+                              # A run of ~10 s at concurrency 1 (8 prompts of 128 tokens, no warm-up):
                               # long enough to be killed in, short enough not to make the baseline's benchmark long.
                               "-e", "campaign_bench_output_len=128",
                               env={"FLEETOPT_API_KEY": SECRET})
