@@ -12,6 +12,8 @@ verdicts and, at the end, the counts against what each must be (issue 12):
 
     .venv/bin/python tests/benchmarks/verdicts_hold.py --campaigns 5     # about 15 minutes each here
 
+`-e` gives every campaign more variables (an environment to try, say).
+
 Each campaign's line also gives the unit of replication and the A/A comparison (the host's noise
 floor). `--also-min-effect 10,15,20` judges the same cells again with those minimum effects and
 prints their counts too (nothing is measured again): how wide a band this host's noise allows the
@@ -49,11 +51,12 @@ def campaign_args(spec, workdir, campaign_id, port):
             "-e", json.dumps(dict(spec.get("settings") or {}, campaign_extra_optimizations=optimizations))]
 
 
-def run_one(spec, workdir, index, port):
+def run_one(spec, workdir, index, port, extra_vars=()):
     campaign_id = "hold-%d" % index
     started = time.time()
+    extra = [arg for value in extra_vars for arg in ("-e", value)]
     proc = subprocess.run([str(pathlib.Path(sys.executable).parent / "fleetopt")] + campaign_args(
-        spec, workdir, campaign_id, port) + ["--quiet"], cwd=ROOT, check=False)
+        spec, workdir, campaign_id, port) + extra + ["--quiet"], cwd=ROOT, check=False)
     summary = json.loads((workdir / "results" / campaign_id / "summary.json").read_text())
     return proc.returncode, time.time() - started, summary
 
@@ -90,6 +93,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--campaigns", type=int, default=5)
     parser.add_argument("--port", type=int, default=8791)
+    parser.add_argument("-e", "--extra-vars", action="append", default=[],
+                        help="more variables for every campaign, as `fleetopt run -e` takes them (after the design's)")
     parser.add_argument("--also-min-effect", default="",
                         help="comma-separated minimum effects (%%) to judge the same cells with again")
     args = parser.parse_args()
@@ -101,7 +106,7 @@ def main():
     counts = collections.defaultdict(collections.Counter)
     again = {band: collections.defaultdict(collections.Counter) for band in bands}
     for index in range(1, args.campaigns + 1):
-        rc, elapsed, summary = run_one(spec, workdir, index, args.port)
+        rc, elapsed, summary = run_one(spec, workdir, index, args.port, args.extra_vars)
         print("campaign %d (%.0f s, exit %d, unit of replication: %s): %s" % (
             index, elapsed, rc, summary["settings"].get("unit_of_replication"), ", ".join(
                 "%s=%s%s" % (v, verdict, "" if before is None else " (before the A/A gate: %s)" % before)
