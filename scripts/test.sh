@@ -105,8 +105,9 @@ for job in "${beside[@]}"; do
 done
 
 if [ $# -eq 0 ]; then
-  # The unit and integration tests that time something mostly wait (98 of them: 270 s of wall time for 80 s of CPU
-  # on two cores), so they run four at a time (pytest-xdist), on their own before the end-to-end tests.
+  # The unit and integration tests that time something mostly wait (98 of them, one at a time: 313 s of wall time
+  # for 82 s of CPU on two cores, with one at 48 s that now takes 9), so they run four at a time (pytest-xdist: 54 s
+  # on the idle machine), before the end-to-end tests.
   phase "pytest: the unit and integration tests that time something, four at a time"
   PYTEST_DEBUG_TEMPROOT="$temproot/quiet" python -m pytest -p no:cacheprovider --durations=10 -n 4 \
     -m "timing and not e2e and not browser and not load_tolerant" tests/unit tests/integration || status=1
