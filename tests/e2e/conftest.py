@@ -106,14 +106,20 @@ def fast_start_env(inventory="local"):
     return dict(settings["campaign_server_env"], **FAST_START)
 
 
+def fast_start_settings(inventory="local"):
+    """The campaign settings of a test that measures nothing it judges: servers started as fast_start_env() says,
+    and NO_WARMUP."""
+    return dict(NO_WARMUP, campaign_server_env=fast_start_env(inventory))
+
+
 def isolated(base, port, campaign_id, trials=1, concurrency=(1,), design=None, fast_start=False):
     """Arguments that keep a test campaign's results, artifacts and state in its own folder.
 
     A campaign with a measurement design of its own keeps the embedded default's benchmark sizes;
-    the others send FEW_PROMPTS. fast_start: servers start as fast_start_env() says, and warm up with NO_WARMUP."""
+    the others send FEW_PROMPTS. fast_start: fast_start_settings()."""
     settings = dict(FEW_PROMPTS if design is None else {}, **(design or SINGLE_LAUNCH))
     if fast_start:
-        settings.update(NO_WARMUP, campaign_server_env=fast_start_env())
+        settings.update(fast_start_settings())
     settings.update(campaign_bench_concurrency=list(concurrency), campaign_bench_trials=trials,
                     campaign_cache_dir=str(E2E_COMPILE_CACHE))
     return ["--campaign-id", campaign_id, "--results", str(base / "results"), "--artifacts", str(base / "artifacts"),

@@ -24,7 +24,7 @@ import pytest
 
 from containers import container_fleet as fleet_
 from containers.container_fleet import CORES, HOSTS, INVENTORY, PORT, STATE_DIR, host_dir
-from e2e.conftest import FEW_PROMPTS, NO_WARMUP, fast_start_env, fleetopt_command
+from e2e.conftest import FEW_PROMPTS, fast_start_settings, fleetopt_command
 from helpers import ROOT
 
 ONLY = "float32_compute"  # the cheapest variants: no compilation
@@ -32,8 +32,8 @@ ONLY = "float32_compute"  # the cheapest variants: no compilation
 SPREAD = ("float32_compute", "small_prefill_chunks")
 MORE = ("float32_compute", "prefix_caching_off", "small_prefill_chunks")  # host 1: float32, small; host 2: prefix
 # Each container has one core for vLLM's imports: the fast start saves one of three.
-SHORT = dict(FEW_PROMPTS, **NO_WARMUP, campaign_bench_concurrency=[1], campaign_bench_trials=1, campaign_launches=1, campaign_aa=False,
-             campaign_server_env=fast_start_env("containers"))
+SHORT = dict(FEW_PROMPTS, **fast_start_settings("containers"), campaign_bench_concurrency=[1], campaign_bench_trials=1,
+             campaign_launches=1, campaign_aa=False)
 STATE_FILE = "%s/run/vllm-%d.json" % (STATE_DIR, PORT)
 STATUS_FILE = "%s/run/vllm-%d.status" % (STATE_DIR, PORT)
 # A host lost, or never there: the reason its cells give.

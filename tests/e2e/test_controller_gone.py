@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 
-from e2e.conftest import FEW_PROMPTS, NO_WARMUP, SINGLE_LAUNCH, fast_start_env
+from e2e.conftest import FEW_PROMPTS, SINGLE_LAUNCH, fast_start_settings
 from helpers import ROOT, bench_clients_under, free_port, processes_listening_as
 
 # Long enough for the step from the server's start to its benchmark, which nothing renews in between (a loaded machine
@@ -20,9 +20,9 @@ LEASE_S = 12
 
 
 def playbook(tmp_path, port, campaign_id, **bench):
-    settings = {**SINGLE_LAUNCH, **FEW_PROMPTS, **NO_WARMUP, "campaign_bench_concurrency": [1], "campaign_bench_trials": 1, "campaign_lease_s": LEASE_S,
+    settings = {**SINGLE_LAUNCH, **FEW_PROMPTS, **fast_start_settings(), "campaign_bench_concurrency": [1], "campaign_bench_trials": 1, "campaign_lease_s": LEASE_S,
                 "campaign_results_dir": str(tmp_path / "results"), "campaign_state_dir": str(tmp_path / "state"),
-                "campaign_port": port, "campaign_id": campaign_id, "campaign_server_env": fast_start_env()}
+                "campaign_port": port, "campaign_id": campaign_id}
     settings.update(bench)
     env = dict(os.environ, ANSIBLE_FORCE_COLOR="0", PATH="%s:%s" % (pathlib.Path(sys.executable).parent, os.environ["PATH"]))
     # A session of its own, as a terminal gives a foreground job: Ctrl-C reaches its whole group.
