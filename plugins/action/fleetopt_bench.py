@@ -127,10 +127,17 @@ class ActionModule(ActionBase):
             if searched:
                 level["searched"] = True
             self._levels.append(level)
-            if level.get("status") == "ok":
+            if "ok" in (level.get("status"), (level.get("warmup_run") or {}).get("status")):
                 self._served = max(self._served, int(level["concurrency"]))
         for number, level in enumerate(ran, 1):
             # A run's own duration places its line in time; the level's last ends with the call.
+            warmup = level.get("warmup_run")
+            if warmup:
+                done += warmup.get("duration_s") or 0.0
+                display.display("  [%s] %s: c=%d warm-up: %d requests of %d output tokens, %s (%.1f s elapsed)" % (
+                    self._host, self._args.get("name"), concurrency, int(warmup.get("num_prompts") or 0),
+                    int(warmup.get("output_len") or 0), warmup.get("status") if warmup.get("status") == "ok"
+                    else "failed (%s); the trial warms up itself" % warmup.get("reason"), before + done))
             done += level.get("duration_s") or 0.0
             trial = int(level.get("trial") or 0)
             display.display("  [%s] %s: c=%d%s trial %d/%d: %s (%.1f s elapsed)" % (

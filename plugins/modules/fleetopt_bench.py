@@ -82,6 +82,18 @@ options:
         trial gets no warm-up requests.
     type: int
     default: 2
+  warmup_output_len:
+    description:
+      - Output tokens of each warm-up request before a measured run (O(warmup_per_concurrency), O(min_warmups)).
+      - C(0) sends them inside the measured run with its output length (the client's own warm-up option).
+      - A positive value sends them instead in a warm-up run of their own right before the measured run, in the
+        same client and at the same concurrency, each asking this many tokens, with prompts no trial sends (the
+        seed of warm-up run 1, O(max_warmup_runs)). They still take the new batch sizes and the cold start, for a
+        fraction of the decode time of full-length ones. The run is recorded in the trial's entry of RV(levels)
+        (C(warmup_run)). If it fails, the trial sends its warm-ups inside the run as with C(0); if the server dies
+        or the run times out, the benchmark ends.
+    type: int
+    default: 0
   warmup_every_trial:
     description:
       - Warm up before every run, with max(O(min_warmups), O(warmup_per_concurrency) x concurrency) requests,
@@ -301,6 +313,9 @@ levels:
     - C(host_steal_share) is the share of the host's CPU time that its hypervisor gave to other guests while the
       run lasted (steal, from Linux's /proc/stat; null where the host does not say). On a shared virtual machine a
       run that lost CPU this way is slower for a reason no variant caused.
+    - C(warmups) is the number of warm-up requests sent right before the run's measured ones. With
+      O(warmup_output_len), C(warmup_run) is the short run that sent them (C(status), C(reason), C(num_prompts),
+      C(output_len), C(seed), C(duration_s), C(client_run_s), C(measured_s), C(client_started), C(result_file)).
   returned: always
   type: list
   elements: dict
@@ -435,6 +450,7 @@ def module_args():
         lease_path=dict(type="path"),
         lease_s=dict(type="float", default=0.0),
         warmup_every_trial=dict(type="bool", default=False),
+        warmup_output_len=dict(type="int", default=0),
         max_warmup_runs=dict(type="int", default=3),
         warmup_settle_pct=dict(type="float", default=10.0),
         keep_client=dict(type="bool", default=False),
@@ -631,18 +647,23 @@ def measure_level(module, guard, adapter, concurrency, trial, env, warmups, samp
                        warmups, sampler)
 
 
-def measure_run(module, guard, adapter, env, ident, num_prompts, seed, warmups=0, sampler=None):
-    """One run of the client: a trial ({"concurrency", "trial"}) or a warm-up run ({"concurrency", "warmup_run"})."""
+def measure_run(module, guard, adapter, env, ident, num_prompts, seed, warmups=0, sampler=None, output_len=None):
+    """One run of the client: a trial ({"concurrency", "trial"}), a warm-up run ({"concurrency", "warmup_run"}), or
+    a trial's short warm-up ({"concurrency", "warmup_of_trial"}, with its own output_len)."""
     p = module.params
     concurrency = ident["concurrency"]
-    stem = "%s-c%d-%s%d" % (p["name"], concurrency, "t" if "trial" in ident else "w", ident.get("trial", ident.get("warmup_run")))
+    if "warmup_of_trial" in ident:
+        stem = "%s-c%d-t%d-warmup" % (p["name"], concurrency, ident["warmup_of_trial"])
+    else:
+        stem = "%s-c%d-%s%d" % (p["name"], concurrency, "t" if "trial" in ident else "w",
+                                ident.get("trial", ident.get("warmup_run")))
     result_path = os.path.join(p["result_dir"], stem + ".json")
     output_path = os.path.join(p["result_dir"], stem + ".out")
     if os.path.exists(result_path):
         os.remove(result_path)  # clients append (SGLang JSONL); a stale record must not be read
     argv = adapter.bench_command(
         p["python"], p["base_url"], p["served_model_name"], p["tokenizer"], concurrency,
-        num_prompts, p["input_len"], p["output_len"], seed, result_path, p["extra_args"],
+        num_prompts, p["input_len"], output_len or p["output_len"], seed, result_path, p["extra_args"],
         warmups=warmups,
     ) + adapter.goodput_args(p["slo"])
     started = time.time()
@@ -790,17 +811,41 @@ class Benchmark:
                                          ended_reason=self.end_reason() if self.ended else None))
 
     def run(self, concurrency, trial):
-        level, self.died, self.timed_out, argv = measure_level(self.module, self.guard, self.adapter,
-                                                               concurrency, trial, self.env,
-                                                               self.warmups(concurrency, trial), self.sampler)
-        self.levels.append(level)
-        self.ran(level, argv)
+        warmups = self.warmups(concurrency, trial)
+        short = self.short_warm_up(concurrency, trial, warmups) if warmups and self.p["warmup_output_len"] > 0 else None
+        if self.ended:
+            self.skip(concurrency, trial)
+            level = self.levels[-1]
+        else:
+            level, self.died, self.timed_out, argv = measure_level(
+                self.module, self.guard, self.adapter, concurrency, trial, self.env,
+                0 if short and short["status"] == "ok" else warmups, self.sampler)
+            self.levels.append(level)
+            self.ran(level, argv)
+            level["warmups"] = warmups
+        if short:
+            level["warmup_run"] = short
         return level
+
+    def short_warm_up(self, concurrency, trial, warmups):
+        """A trial's warm-up requests as a run of their own, each of warmup_output_len tokens (see the option)."""
+        seed = self.p["seed"] + WARMUP_SEED_OFFSET
+        record, self.died, self.timed_out, _ = measure_run(
+            self.module, self.guard, self.adapter, self.env, {"concurrency": concurrency, "warmup_of_trial": trial},
+            warmups, seed, output_len=self.p["warmup_output_len"])
+        metrics = record.pop("metrics") or {}
+        record.update(seed=seed, output_len=self.p["warmup_output_len"], measured_s=metrics.get("duration_s"))
+        for key in ("warmup_of_trial", "warmups"):
+            record.pop(key)
+        self.ran(record, None)
+        return record
 
     def ran(self, run, argv):
         """What every run of the client leaves, a trial or a warm-up run: the client's command line (its
-        secrets redacted), the level the server has served, a renewed lease."""
-        self.client = self.client or redact_argv(argv, [self.p["api_key"]] if self.p["api_key"] else [])
+        secrets redacted; never a short warm-up's, whose output length is not the trials'), the level the server
+        has served, a renewed lease."""
+        if argv:
+            self.client = self.client or redact_argv(argv, [self.p["api_key"]] if self.p["api_key"] else [])
         if run["status"] == "ok":
             self.served = max(self.served, run["concurrency"])
         renew(self.p)
@@ -858,8 +903,9 @@ def main():
     bad = ["%s=%s" % (k, v) for k, v in sorted((p["slo"] or {}).items()) if v is not None and not v > 0]
     if bad:
         module.fail_json(msg="slo limits must be positive milliseconds: %s" % ", ".join(bad))
-    if p["max_warmup_runs"] < 0 or p["warmup_settle_pct"] < 0:
-        module.fail_json(msg="max_warmup_runs and warmup_settle_pct cannot be negative (max_warmup_runs 0 turns the warm-up runs off)")
+    if p["max_warmup_runs"] < 0 or p["warmup_settle_pct"] < 0 or p["warmup_output_len"] < 0:
+        module.fail_json(msg="max_warmup_runs, warmup_settle_pct and warmup_output_len cannot be negative "
+                             "(max_warmup_runs 0 turns the warm-up runs off)")
     if module.check_mode:
         module.exit_json(changed=False, levels=[], server_died=False, timed_out=False, client=[], warmup=[],
                          msg="would stop the kept benchmark client" if p["release_client"] else "would benchmark")

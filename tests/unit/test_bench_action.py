@@ -129,3 +129,19 @@ def test_a_level_whose_trials_all_failed_after_its_warm_up_still_leaves_a_server
     result, calls, _ = run_action(ARGS, answers)
     assert [c["served_concurrency"] for c in calls if not c.get("release_client")] == [0, 1]
     assert len(result["warmup"]) == 1
+
+
+def test_a_short_warm_up_is_shown_before_its_trial_and_a_server_that_served_it_has_served(run_action):
+    def answers(args):
+        answer = level_answer(args)
+        first = answer["levels"][0]
+        first["warmup_run"] = {"concurrency": args["concurrency"][0], "status": "ok", "num_prompts": 8, "output_len": 8,
+                               "duration_s": 0.4}
+        if args["concurrency"] == [1]:  # the trials failed, the warm-up did not: the server has served c=1
+            for level in answer["levels"]:
+                level.update(status="failed", metrics=None, reason="the benchmark client exited with code 1")
+        return answer
+    _, calls, shown = run_action(ARGS, answers)
+    assert [c["served_concurrency"] for c in calls if not c.get("release_client")] == [0, 1]
+    lines = [line for line in shown if "c=4" in line]
+    assert "[h1] baseline: c=4 warm-up: 8 requests of 8 output tokens, ok" in lines[0] and "trial 1/2" in lines[1]

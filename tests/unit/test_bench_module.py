@@ -518,3 +518,43 @@ def test_by_default_a_new_server_warms_up_until_it_settles(scripted_python, tmp_
 def test_negative_warm_up_settings_are_refused(tmp_path):
     result = bench(sys.executable, tmp_path, concurrency=[1], max_warmup_runs=-1)
     assert result.get("failed") and "cannot be negative" in result["msg"]
+    result = bench(sys.executable, tmp_path, concurrency=[1], warmup_output_len=-8)
+    assert result.get("failed") and "cannot be negative" in result["msg"]
+
+
+def test_short_warm_ups_are_a_run_of_their_own_with_their_own_prompts_and_output_length(scripted_python, tmp_path):
+    python = scripted_python({"lines": [], "client_result": RESULT, "exit_code": 0, "echo_args": True})
+    result = bench(python, tmp_path, concurrency=[1, 4], trials=2, warmup_per_concurrency=1, warmup_output_len=8,
+                   output_len=64, seed=5)
+    # The same warm-up requests as before (8 for the new server's first level, one wave above it, none after a
+    # level's first trial), each sent with 8 output tokens in a run of its own just before the trial.
+    assert [lv["warmups"] for lv in result["levels"]] == [8, 0, 4, 0]
+    first, _, higher, _ = result["levels"]
+    assert [(w["num_prompts"], w["output_len"], w["seed"], w["status"]) for w in (first["warmup_run"], higher["warmup_run"])] \
+        == [(8, 8, 5 + WARMUP_SEED, "ok"), (4, 8, 5 + WARMUP_SEED, "ok")]
+    assert "warmup_run" not in result["levels"][1] and "warmup_run" not in result["levels"][3]
+    warmup_args = open(first["warmup_run"]["result_file"][:-len(".json")] + ".out").read()
+    assert "'--random-output-len', '8'" in warmup_args and "'--num-prompts', '8'" in warmup_args, warmup_args
+    trial_args = open(first["result_file"][:-len(".json")] + ".out").read()
+    assert "'--num-warmups', '0'" in trial_args and "'--random-output-len', '64'" in trial_args, trial_args
+    # The client started for the warm-up run, so the trial did not start it; the client's command line is a trial's.
+    assert first["warmup_run"]["client_started"] is True and first["client_started"] is False
+    assert first["warmup_run"]["client_run_s"] > 0 and "--random-output-len 64" in " ".join(result["client"])
+
+
+def test_a_failed_short_warm_up_sends_the_warm_ups_inside_the_trial_instead(scripted_python, tmp_path):
+    python = scripted_python(warmup_scenario(tmp_path, [None]))
+    result = bench(python, tmp_path, concurrency=[1], warmup_output_len=8)
+    level = result["levels"][0]
+    assert level["warmup_run"]["status"] == "failed" and "completed no request" in level["warmup_run"]["reason"]
+    assert level["status"] == "ok" and level["warmups"] == 8
+
+
+def test_a_server_that_dies_during_a_short_warm_up_ends_the_benchmark(scripted_python, tmp_path):
+    server = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1.0)"], start_new_session=True)
+    python = scripted_python({"lines": [[30, "never"]], "exit_code": 0})
+    result = bench(python, tmp_path, concurrency=[1, 4], server_pid=server.pid, warmup_output_len=8)
+    server.wait()
+    assert result["server_died"] is True and not result.get("failed")
+    assert [lv["status"] for lv in result["levels"]] == ["skipped", "skipped"]
+    assert result["levels"][0]["warmup_run"]["reason"] == "the server exited during the benchmark"
