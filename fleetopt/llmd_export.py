@@ -159,6 +159,7 @@ def load_section(summary, cell, row):
         args["num-prompts"] = str(prompts[-1])
     config = without_none({"trials": row["trials"], "planned_trials": benchmark.get("trials"),
                            "warmup_per_concurrency": benchmark.get("warmup_per_concurrency"),
+                           "warmup_output_len": benchmark.get("warmup_output_len") or None,
                            "max_warmup_runs": benchmark.get("max_warmup_runs"),
                            "warmup_settle_pct": benchmark.get("warmup_settle_pct"),
                            "seed": benchmark.get("seed"), "aggregation": "mean over trials"})

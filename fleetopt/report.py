@@ -330,6 +330,11 @@ def client_cost_text(cells):
         text += "; warm-up runs %.0f s (%d runs; %d of %d new servers settled%s)" % (
             sum(b.get("warmup_s") or 0.0 for b in benches), sum(len(w.get("runs") or []) for c, w in warmups),
             len(warmups) - len(unsettled), len(warmups), "; not settled: " + ", ".join(unsettled) if unsettled else "")
+    shorts = [lv["warmup_run"] for c in cells for lv in c.get("levels") or [] if lv.get("warmup_run")]
+    if shorts:
+        text += "; short warm-ups %.1f s (%d runs, %d requests of %s output tokens)" % (
+            sum(w.get("client_run_s") or 0.0 for w in shorts), len(shorts), sum(w.get("num_prompts") or 0 for w in shorts),
+            "/".join(str(n) for n in sorted({w.get("output_len") for w in shorts})))
     if bound:
         text += "; %d run(s) client-bound (the client used >= 90 %% of a core, so it may be what limited them): %s" % (
             len(bound), ", ".join(sorted({"%s c=%s" % b for b in bound})))

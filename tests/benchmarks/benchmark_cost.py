@@ -49,8 +49,9 @@ def breakdown(campaign_dir):
       starting the module once per level - once per run before the level became one call -,
       watching the server, releasing the client);
     - warm-ups: the requests sent before a level's measured ones (only where the level is new to
-      the server), estimated as the measured duration times warm-ups per measured prompt (same
-      prompts, same concurrency);
+      the server): inside the run, estimated as the measured duration times warm-ups per measured
+      prompt (same prompts, same concurrency); in a short run of their own (warmup_output_len), the
+      duration that run measured, its set-up counted as any run's;
     - warm-up runs: a new server's whole runs until it settled (benchmark.warmup), their client
       time, less the client's start where one of them started it;
     - client start: a run that started the client, beyond its warm-ups, set-up and measurement
@@ -66,9 +67,16 @@ def breakdown(campaign_dir):
         for level in cell.get("levels") or []:
             module -= level.get("client_run_s") or 0.0
             metrics = level.get("metrics") or {}
+            short = level.get("warmup_run") or {}
+            if short.get("client_run_s") is not None:
+                module -= short["client_run_s"]
+                runs.append({"warmup": short.get("measured_s") or 0.0,
+                             "rest": short["client_run_s"] - (short.get("measured_s") or 0.0),
+                             "started": short.get("client_started")})
             if level.get("status") == "ok" and level.get("client_run_s") is not None and metrics.get("duration_s"):
                 measured = metrics["duration_s"]
-                warmup = measured * (level.get("warmups") or 0) / max(level.get("num_prompts") or 1, 1)
+                in_run = 0 if short.get("status") == "ok" else level.get("warmups") or 0
+                warmup = measured * in_run / max(level.get("num_prompts") or 1, 1)
                 runs.append({"warmup": warmup, "rest": level["client_run_s"] - measured - warmup,
                              "started": level.get("client_started")})
         for record in cell["benchmark"].get("warmup") or []:

@@ -66,3 +66,9 @@ def test_the_min_warmups_setting_keeps_earlier_keys_at_its_default_and_changes_t
     assert cell_key(tmp_path) == KEY_BEFORE_MIN_WARMUPS
     assert cell_key(tmp_path, campaign_bench_min_warmups=8) == KEY_BEFORE_MIN_WARMUPS
     assert cell_key(tmp_path, campaign_bench_min_warmups=0) != KEY_BEFORE_MIN_WARMUPS
+
+
+def test_short_warm_ups_keep_earlier_keys_when_off_and_change_the_key_when_on(tmp_path):
+    assert cell_key(tmp_path, campaign_bench_warmup_output_len=0) == KEY_BEFORE_MIN_WARMUPS
+    short = cell_key(tmp_path, campaign_bench_warmup_output_len=8)
+    assert short != KEY_BEFORE_MIN_WARMUPS and short != cell_key(tmp_path, campaign_bench_warmup_output_len=16)

@@ -153,3 +153,11 @@ def test_engine_flags_and_client_names_come_from_the_engine_adapter(monkeypatch)
     # An engine without an adapter on this controller still exports, with neutral answers.
     assert llmd_export.parallelism({"--shards": 3}, "gone") == {"tp": 1, "dp": 1, "pp": 1, "ep": 1}
     assert llmd_export.client_tool(["python", "-m", "gone.bench"], "gone") == "gone-benchmark"
+
+
+def test_the_load_names_short_warm_ups_and_leaves_them_out_where_there_were_none():
+    cell = {"engine": "vllm", "benchmark": {"warmup_per_concurrency": 1, "warmup_output_len": 8}, "levels": []}
+    row = {"concurrency": 4, "trials": 2}
+    assert llmd_export.load_section({}, cell, row)["native"]["config"]["warmup_output_len"] == 8
+    cell["benchmark"]["warmup_output_len"] = 0  # sent inside the run: the config of cells kept before the option
+    assert "warmup_output_len" not in llmd_export.load_section({}, cell, row)["native"]["config"]

@@ -180,6 +180,16 @@ def test_the_report_states_what_the_warm_up_runs_cost_and_which_servers_did_not_
     assert "warm-up runs" not in client_cost_text(cells[2:])
 
 
+def test_the_report_states_what_the_short_warm_ups_cost():
+    from fleetopt.report import client_cost_text
+    short = {"status": "ok", "num_prompts": 8, "output_len": 8, "client_run_s": 1.25}
+    cells = [{"variant": "baseline", "benchmark": {"client_wall_s": 100.0, "measured_s": 90.0},
+              "levels": [{"concurrency": 1, "warmup_run": short}, {"concurrency": 1},
+                         {"concurrency": 4, "warmup_run": dict(short, num_prompts=4, client_run_s=0.5)}]}]
+    assert "short warm-ups 1.8 s (2 runs, 12 requests of 8 output tokens)" in client_cost_text(cells)
+    assert "short warm-ups" not in client_cost_text([dict(cells[0], levels=[{"concurrency": 1}])])
+
+
 def test_the_report_names_the_launch_as_the_unit_when_configurations_were_launched_twice(tmp_path):
     design = {"launches": 2, "order": "counterbalanced (ABBA)"}
     cells = [dict(cell(name, order, levels=trials(1, *values)), launch_number=number, launches=2, design=design)
