@@ -69,6 +69,13 @@ def test_every_cell_records_what_produced_it(campaign):
     assert 0 <= cell["startup"]["ready_noticed_after_s"] < 0.5
     assert os.path.exists(cell["startup"]["log_path"])
     assert len(cell["cell_key"]) == 64
+    # The new server's cold start: the embedded default's 8 warm-up requests, 8 tokens each, in a run of their own
+    # that the real client made before the first trial.
+    first = cell["levels"][0]
+    assert cell["benchmark"]["warmup_output_len"] == 8 and first["warmups"] == 8, first
+    warmup = first["warmup_run"]
+    assert (warmup["status"], warmup["num_prompts"], warmup["output_len"]) == ("ok", 8, 8), warmup
+    assert json.loads(open(warmup["result_file"]).read())["total_output_tokens"] == 64
 
 
 def test_each_launch_searches_one_level_past_the_planned_ones_for_its_capacity(campaign):
