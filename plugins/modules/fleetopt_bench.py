@@ -830,9 +830,10 @@ class Benchmark:
     def short_warm_up(self, concurrency, trial, warmups):
         """A trial's warm-up requests as a run of their own, each of warmup_output_len tokens (see the option)."""
         seed = self.p["seed"] + WARMUP_SEED_OFFSET
-        record, self.died, self.timed_out, _ = measure_run(
+        # Its command line is not kept: the cell's client command is a trial's (see ran).
+        record, self.died, self.timed_out = measure_run(
             self.module, self.guard, self.adapter, self.env, {"concurrency": concurrency, "warmup_of_trial": trial},
-            warmups, seed, output_len=self.p["warmup_output_len"])
+            warmups, seed, output_len=self.p["warmup_output_len"])[:3]
         metrics = record.pop("metrics") or {}
         record.update(seed=seed, output_len=self.p["warmup_output_len"], measured_s=metrics.get("duration_s"))
         for key in ("warmup_of_trial", "warmups"):
