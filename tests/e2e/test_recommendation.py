@@ -1,21 +1,25 @@
-"""The recommendation measured, on the embedded default with planted candidates of known effect
+"""The recommendation measured, on the embedded default with planted candidates of known direction
 (`fleetopt run --recommend`). The baseline is weakened to one sequence per step (`--max-num-seqs 1` through
 campaign_server_flags) and measured at concurrency 4, where vLLM would batch all four requests:
 
-- restore_seqs (`--max-num-seqs 4`) clearly helps: four sequences per step again (issue 12 measured the
-  opposite change at about -50 %);
-- two_seqs (`--max-num-seqs 2`) helps too (+49 % measured here), but changes the helper's flag to another
-  value: it conflicts with the helper, which has the larger effect. Only an improved optimization is a
-  candidate, so when the host's noise leaves its own verdict short of improved (seen once here:
-  +48.9 % [-7.5, +105.2], CV 16.5 % over 3 trials on two loaded cores) it is left out for that verdict instead,
-  and the test checks that reason.
+- restore_seqs (`--max-num-seqs 4`) helps: four sequences per step again (issue 12 measured the opposite change at
+  about -50 %);
+- two_seqs (`--max-num-seqs 2`) helps too (+49 % measured here), and changes the same flag to another value: the two
+  conflict, and only one of them can be in the stack.
 
-The recommendation holds the helper alone and leaves out the conflicting one; the stack stage measures the helper
-again in a launch of its own (the stacked variant, composing restore_seqs) beside the baseline measured again after
-the matrix (baseline_stack), and the stack's gain is against that baseline, not the matrix's: its change is the
-ratio of the two cells' means, and its interval excludes 0. Running the campaign again resumes it: nothing is
-measured again, the stack and the baseline beside it included. A loss left out for its own verdict is measured on
-the real engine by tests/e2e/test_campaign.py (omp_threads_unbound, tier 1) and judged by the unit tests
+Which of the two has the larger measured effect is the host's to say. On two idle cores here restore_seqs did (the
+stack +144 %), but CI once kept two_seqs, its measured effect +43.6 % [+20.7, +66.6] at c=3 (a level its capacity
+search added, which restore_seqs never measured). So the test does not name the winner: it checks that the
+recommendation holds the improved one of larger measured effect (the order the recommendation documents: the largest
+change at any of its levels) and leaves out the other as conflicting, naming the one kept and the flag; or, when the
+host's noise left the other short of improved (seen once here: +48.9 % [-7.5, +105.2], CV 16.5 % over 3 trials on two
+loaded cores), for its own verdict, never stacked.
+
+The stack stage measures the kept helper again in a launch of its own (the stacked variant) beside the baseline
+measured again after the matrix (baseline_stack), and the stack's gain is against that baseline, not the matrix's:
+its change is the ratio of the two cells' means, and its interval excludes 0. Running the campaign again resumes it:
+nothing is measured again, the stack and the baseline beside it included. A loss left out for its own verdict is
+measured on the real engine by tests/e2e/test_campaign.py (omp_threads_unbound, tier 1) and judged by the unit tests
 (tests/unit/test_recommend*.py); this campaign no longer carries one, which saved a launch and three levels of CI's
 time.
 
@@ -47,6 +51,7 @@ PLANTED = [
      "flags": {"--max-num-seqs": 4}},
     {"id": "two_seqs", "title": "Planted conflict: two sequences per step", "tier": 9, "flags": {"--max-num-seqs": 2}},
 ]
+HELPERS = {p["id"]: p["flags"]["--max-num-seqs"] for p in PLANTED}
 WEAKENED = {"campaign_server_flags": {"--max-model-len": 1024, "--max-num-seqs": 1},
             "campaign_extra_optimizations": PLANTED}
 # The capacity search, folded into this campaign so that it costs no launch of its own: a tight TTFT SLO that the
@@ -85,20 +90,34 @@ def measured(tmp_path_factory, local_engine):
             "recommendation": yaml.safe_load((folder / "recommended.yml").read_text())}
 
 
-def test_the_recommendation_holds_the_helper_and_leaves_out_the_conflict_with_the_right_reason(measured):
-    recommendation = measured["recommendation"]
-    assert recommendation["stack"] == ["restore_seqs"], recommendation
-    assert recommendation["inventory"]["campaign_server_flags"]["--max-num-seqs"] == 4
+def test_the_recommendation_holds_the_helper_of_larger_effect_and_leaves_out_the_conflict_with_the_right_reason(
+        measured):
+    recommendation, variants = measured["recommendation"], summary_of(measured["folder"])
+    stack = recommendation["stack"]
+    assert len(stack) == 1 and stack[0] in HELPERS, recommendation
+    [kept], [other] = stack, set(HELPERS) - set(stack)
+    assert variants[kept]["verdict"] == "improved", variants[kept]
+    assert recommendation["inventory"]["campaign_server_flags"]["--max-num-seqs"] == HELPERS[kept]
     out = {entry["id"]: entry for entry in recommendation["left_out"]}
-    assert set(out) == {"two_seqs"}, out
-    variants = summary_of(measured["folder"])
-    verdict = variants["two_seqs"]["verdict"]
+    assert set(out) == {other}, out
+    verdict = variants[other]["verdict"]
     if verdict == "improved":
-        assert out["two_seqs"]["why"] == "conflicting" and "restore_seqs" in out["two_seqs"]["reason"] \
-            and "--max-num-seqs" in out["two_seqs"]["reason"], out
+        assert out[other]["why"] == "conflicting" and kept in out[other]["reason"] \
+            and "--max-num-seqs" in out[other]["reason"], out
+        summary = json.loads((measured["folder"] / "summary.json").read_text())
+        metric = recommendation["verdict_metric"]
+        assert measured_effect(summary, kept, metric) >= measured_effect(summary, other, metric), (out, summary["cells"])
     else:  # the noise left it short of a candidate: left out for its own verdict, never stacked
-        assert verdict in ("inconclusive", "neutral") and out["two_seqs"]["why"] in ("inconclusive", "not_significant"), \
+        assert verdict in ("inconclusive", "neutral") and out[other]["why"] in ("inconclusive", "not_significant"), \
             (verdict, out)
+
+
+def measured_effect(summary, variant, metric):
+    """A candidate's measured effect, as the recommendation orders them: its largest change at a level whose verdict
+    is improved."""
+    rows = [row for row in summary["cells"] if row["variant"] == variant and row["status"] == "ok"
+            and (row.get("vs_baseline") or {}).get(metric)]
+    return max(row["vs_baseline"][metric]["change_pct"] for row in rows if row["verdict"] == "improved")
 
 
 def cells_of(measured):
@@ -115,14 +134,15 @@ def test_the_stack_was_measured_beside_the_baseline_measured_again_after_the_mat
     recommendation = measured["recommendation"]
     assert recommendation["status"] == "measured as a stack" and recommendation["outcome"] == "stack", recommendation
     stack = recommendation["measured"]
-    assert stack["composes"] == ["restore_seqs"] and stack["verdict"] == "improved", stack
+    assert stack["composes"] == recommendation["stack"] and stack["verdict"] == "improved", stack
     assert stack["gain"]["ci_low_pct"] > 0, stack["gain"]
     assert stack["baseline"] == "baseline_stack", stack
     assert stack["against"] == "the baseline measured again beside it in the stack stage (baseline_stack)"
     cells = cells_of(measured)
     cell, again = cells["stack"], cells["baseline_stack"]
-    assert cell["status"] == "ok" and cell["stacked"]["composes"] == ["restore_seqs"]
-    assert cell["stacked"]["baseline"] == "baseline_stack" and cell["launch"]["flags"]["--max-num-seqs"] == 4
+    assert cell["status"] == "ok" and cell["stacked"]["composes"] == recommendation["stack"]
+    assert cell["stacked"]["baseline"] == "baseline_stack"
+    assert cell["launch"]["flags"]["--max-num-seqs"] == HELPERS[recommendation["stack"][0]]
     assert again["status"] == "ok" and again["baseline_of"] == "stack" and again["launch"]["flags"]["--max-num-seqs"] == 1
     # Launched after the matrix, just before the stack (one launch each: baseline again, then stack).
     matrix = [c["measured_at"] for name, c in cells.items() if name in ("baseline", "restore_seqs", "two_seqs")]
@@ -170,11 +190,15 @@ def test_the_verdict_taken_on_capacity_finds_the_helper_improved(measured, tmp_p
     helper = summary_of(copy)["restore_seqs"]
     assert "On capacity under the SLOs" in (copy / "report.md").read_text()
     if helper["verdict"] == "inconclusive":
-        # A baseline whose p99 TTFT lies near the SLO at every level it broke, each straddled by its trials: the rule
-        # then takes no judgement that decides the verdict, and says what the means alone would give.
+        # p99 TTFT near the SLO where the verdict is decided, on either side: the baseline's trials straddling it at
+        # every level it broke, or restore_seqs' at c=4 (seen here once: 3 of 5 runs met it, the others took up to
+        # 1.06 s). The rule then takes no judgement that decides the verdict, says what the means alone would give,
+        # and names each judgement that is not firm, with why.
         reason = helper["verdict_reason"]
-        assert reason.startswith("on the means it would be improved") and "is not firm: the baseline at c=" in reason \
-            and "the trials straddle the limit" in reason, reason
+        weak = [d for d in helper["capacity_comparison"]["deciding"] if not d["firm"]]
+        assert reason.startswith("on the means it would be improved") and weak, reason
+        for judgement in weak:
+            assert "the %(side)s at c=%(concurrency)s (%(judged)s): %(why)s" % judgement in reason, (judgement, reason)
         return
     assert helper["verdict"] == "improved", helper["verdict_reason"]
     # Decided where the variant holds c=4 and the baseline breaks the SLO: at c=4, or at c=3 where its search
