@@ -33,6 +33,10 @@ def assert_nothing_started(tmp_path):
     (["-e", "tier=1", "-e", "campaign_cost_per_host_hour=cheap"], "campaign_cost_per_host_hour must be a positive number"),
     (["-e", "tier=1", "-e", '{"campaign_verdict_metric": "capacity", "campaign_slo": {}}'],
      "campaign_verdict_metric: capacity takes each verdict on the variant's capacity under the SLOs"),
+    (["-e", "tier=1", "-e", '{"campaign_launches": 0, "campaign_bench_warmup_output_len": -8, '
+      '"campaign_bench_concurrency": [4, 0], "campaign_confidence": 95}'],
+     "campaign_launches=0 (at least 1), campaign_bench_concurrency=[4, 0] (levels of at least 1), "
+     "campaign_bench_warmup_output_len=-8 (0 or more), campaign_confidence=95 (between 0 and 1, as 0.95)"),
 ])
 def test_bad_input_is_refused_before_anything_starts(tmp_path, local_engine, extra, message):
     rc, output = run_playbook(*campaign_args(tmp_path, free_port(), *extra))
