@@ -13,6 +13,12 @@ Filter `fleetopt_cell_kept`: whether a resumed campaign keeps a cell it already 
 the same configuration; one of a pair only with the other, see its docstring).
 
     {{ _campaign_previous | fleetopt_cell_kept(_campaign_cell_key, _campaign_partner_previous) }}
+
+Filter `fleetopt_cell_files`: the files on its host that a cell names - the server log, and the result file and
+raw output of every run of the benchmark client (warm-up runs, a trial's short warm-up, the trials) - which the
+campaign brings to the controller.
+
+    {{ _campaign_cell | fleetopt_cell_files }}
 """
 from __future__ import absolute_import, division, print_function
 
@@ -82,6 +88,25 @@ def fleetopt_cell_kept(previous, cell_key, partner=None):
     return partner is None or complete(partner)
 
 
+def raw_output(result_file):
+    """The client's stdout and stderr, written beside its result file (fleetopt_bench)."""
+    return result_file[:-len(".json")] + ".out" if result_file.endswith(".json") else result_file + ".out"
+
+
+def fleetopt_cell_files(cell):
+    """The host paths a cell names, in the order they were written: its server log, then each client run's result
+    file and raw output (each level's warm-up runs until settled, then every trial after its own short warm-up)."""
+    paths = [(cell.get("startup") or {}).get("log_path")]
+    runs = [run for level in (cell.get("benchmark") or {}).get("warmup") or [] for run in level.get("runs") or []]
+    for level in cell.get("levels") or []:
+        runs += [level.get("warmup_run") or {}, level]
+    for run in runs:
+        if run.get("result_file"):
+            paths += [run["result_file"], raw_output(run["result_file"])]
+    return [path for path in paths if path]
+
+
 class FilterModule:
     def filters(self):
-        return {"fleetopt_cell_outcome": fleetopt_cell_outcome, "fleetopt_cell_kept": fleetopt_cell_kept}
+        return {"fleetopt_cell_outcome": fleetopt_cell_outcome, "fleetopt_cell_kept": fleetopt_cell_kept,
+                "fleetopt_cell_files": fleetopt_cell_files}

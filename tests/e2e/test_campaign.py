@@ -76,6 +76,11 @@ def test_every_cell_records_what_produced_it(campaign):
     warmup = first["warmup_run"]
     assert (warmup["status"], warmup["num_prompts"], warmup["output_len"]) == ("ok", 8, 8), warmup
     assert json.loads(open(warmup["result_file"]).read())["total_output_tokens"] == 64
+    # The controller keeps every client run, its warm-up runs included, beside the server log.
+    kept = campaign["dir"] / "logs" / "localhost"
+    for path in (warmup["result_file"], first["result_file"]):
+        assert (kept / os.path.basename(path)).read_bytes() == open(path, "rb").read()
+        assert (kept / os.path.basename(path)).with_suffix(".out").exists()
 
 
 def test_each_launch_searches_one_level_past_the_planned_ones_for_its_capacity(campaign):
