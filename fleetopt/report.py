@@ -236,6 +236,17 @@ def design_text(settings):
     return "%s Unit of replication: %s." % (text if text.endswith(".") else text + ".", unit) if unit else text
 
 
+def resolves_text(host):
+    """What the host's A/A says about the smallest change it resolves, and how to judge at it when the gate holds."""
+    if host.get("resolves_pct") is None:
+        return ""
+    text = " Its noise resolves changes of %.1f %% or more" % host["resolves_pct"]
+    if host["gate"]:
+        text += (": judged at that minimum effect (`fleetopt report` with `--min-effect %.1f`), its A/A would be "
+                 "neutral; more launches or trials resolve smaller changes" % host["resolves_pct"])
+    return text + "."
+
+
 def aa_text(summary):
     lines = []
     for host in summary.get("aa") or []:
@@ -243,10 +254,11 @@ def aa_text(summary):
             lines.append("- %s: A/A was off; its verdicts are not checked against the host's noise." % host["host"])
         elif host["gate"]:
             lines.append("- %s: %s. Every other verdict of this host is inconclusive (the verdict before this "
-                         "gate is kept as verdict_before_aa)." % (host["host"], host["gate"]))
+                         "gate is kept as verdict_before_aa).%s" % (host["host"], host["gate"],
+                                                                     resolves_text(host)))
         else:
-            lines.append("- %s: the baseline is equivalent to itself (A/A neutral: %s)." % (
-                host["host"], host["reason"]))
+            lines.append("- %s: the baseline is equivalent to itself (A/A neutral: %s).%s" % (
+                host["host"], host["reason"], resolves_text(host)))
     return "\n".join(lines)
 
 

@@ -24,6 +24,7 @@ comparison, the noise floor, is the baseline's capacity against itself.
 """
 import datetime
 import json
+import math
 import pathlib
 
 from fleetopt import stats, verdicts
@@ -370,19 +371,31 @@ def variant_summaries(cells, rows, slo=None, confidence=stats.DEFAULT_CONFIDENCE
     return summaries
 
 
-def aa_hosts(summaries, hosts):
-    """Per host: its A/A verdict and reason, and the reason that gates its verdicts (None: they stand)."""
+def resolves_pct(floor, host):
+    """The smallest minimum effect at which the host's A/A comparison would be neutral (the next 0.1 % above the widest
+    bound of its equivalence intervals over the levels): the smallest change its noise lets this campaign's design
+    resolve. None without an equivalence interval at every level compared (a level of one trial, or capacity)."""
+    bounds = [(f.get("eq_low_pct"), f.get("eq_high_pct")) for f in floor if f["host"] == host]
+    if not bounds or any(low is None or high is None for low, high in bounds):
+        return None
+    widest = max(max(-low, high) for low, high in bounds)
+    return round(math.floor(widest * 10.0) / 10.0 + 0.1, 1)
+
+
+def aa_hosts(summaries, hosts, floor=()):
+    """Per host: its A/A verdict and reason, the reason that gates its verdicts (None: they stand), and the smallest
+    effect it resolves (resolves_pct)."""
     found = {v["host"]: v for v in summaries if v["variant"] == AA_VARIANT}
     result = []
     for host in hosts:
         aa = found.get(host)
         if aa is None:
             result.append({"host": host, "aa": False, "verdict": None, "reason": "A/A was off on this host",
-                           "gate": None})
+                           "gate": None, "resolves_pct": None})
         else:
             reason = aa.get("verdict_reason") or aa.get("reason")
             result.append({"host": host, "aa": True, "verdict": aa["verdict"], "reason": reason,
-                           "gate": verdicts.aa_gate(aa["verdict"], reason)})
+                           "gate": verdicts.aa_gate(aa["verdict"], reason), "resolves_pct": resolves_pct(floor, host)})
     return result
 
 
@@ -437,7 +450,7 @@ def build_summary(campaign_dir, cells, verdict_metric="output_throughput", confi
     summaries = attach_costs(variant_summaries(merged, rows, slo, confidence, verdict_metric), rows, merged, slo,
                              cost_per_host_hour)
     floor = noise_floor(rows, verdict_metric, summaries)
-    aa = aa_hosts(summaries, hosts)
+    aa = aa_hosts(summaries, hosts, floor)
     gate_on_aa(summaries, rows, aa)
     return {
         "campaign": pathlib.Path(campaign_dir).name,

@@ -111,7 +111,9 @@ def main():
             index, elapsed, rc, summary["settings"].get("unit_of_replication"), ", ".join(
                 "%s=%s%s" % (v, verdict, "" if before is None else " (before the A/A gate: %s)" % before)
                 for v, (verdict, before) in sorted(verdicts_of(summary).items()))), flush=True)
-        print("  A/A at a minimum effect of %s %%: %s" % (summary["settings"]["min_effect_pct"], noise_floor(summary)))
+        print("  A/A at a minimum effect of %s %%: %s; the host resolves %s" % (
+            summary["settings"]["min_effect_pct"], noise_floor(summary),
+            "; ".join("%s %s %%" % (h["host"], h.get("resolves_pct")) for h in summary.get("aa") or [])))
         count(counts, summary)
         folder = workdir / "results" / ("hold-%d" % index)
         for band in bands:

@@ -67,6 +67,12 @@ def test_noise_floor_is_shown_when_there_is_an_aa_run_and_explained_when_not(cam
     table = re.search(r'<table id="noise-floor-table">(.*?)</table>', html, re.S).group(1)
     assert table.count("<tr>") == 3 and "+0.1 % [-2.5, +2.8]" in table and "(equivalent: two one-sided tests)" in table
     assert "the baseline is equivalent to itself (A/A neutral)" in html
+    resolves = summary["aa"][0]["resolves_pct"]
+    assert '<span class="resolves">Its noise resolves changes of %.1f %% or more.</span>' % resolves in html
+    gated = dict(summary, aa=[dict(summary["aa"][0], gate="the host's A/A comparison (baseline vs itself) was improved")])
+    assert ("Its noise resolves changes of %.1f %% or more: judged at that minimum effect (<code>fleetopt report</code> "
+            "with <code>--min-effect %.1f</code>), its A/A would be neutral" % (resolves, resolves)
+            ) in html_report.render_html(gated, cells)
     assert "noise-floor-warning" not in html
     without_aa = [c for c in cells if c["variant"] != "baseline_aa"]
     html = html_report.render_html(build_summary(tmp_path, without_aa), without_aa)

@@ -112,6 +112,7 @@ def test_an_aa_run_reports_the_noise_floor(tmp_path):
     assert summary["noise_floor"][0]["ci_low_pct"] < 0 < summary["noise_floor"][0]["ci_high_pct"]
     markdown = (campaign / "report.md").read_text()
     assert "baseline vs itself" in markdown and "A/A neutral" in markdown
+    assert "Its noise resolves changes of %.1f %% or more." % summary["aa"][0]["resolves_pct"] in markdown
 
 
 def test_a_noisy_aa_makes_the_report_say_why_verdicts_are_inconclusive(tmp_path):
@@ -129,6 +130,10 @@ def test_a_noisy_aa_makes_the_report_say_why_verdicts_are_inconclusive(tmp_path)
     markdown = (campaign / "report.md").read_text()
     assert "the host's A/A comparison (baseline vs itself) was inconclusive" in markdown
     assert "h2: A/A was off" in markdown
+    resolves = summary["aa"][0]["resolves_pct"]
+    assert resolves > 3.0 and ("Its noise resolves changes of %.1f %% or more: judged at that minimum effect "
+                               "(`fleetopt report` with `--min-effect %.1f`), its A/A would be neutral" % (
+                                   resolves, resolves)) in markdown
     csv_text = (campaign / "summary.csv").read_text()
     assert csv_text.splitlines()[0].endswith("launches,failed_trials,verdict_before_aa,verdict_reason")
     assert ',improved,"the host\'s A/A comparison' in csv_text

@@ -88,7 +88,7 @@ def test_a_noisy_aa_makes_the_hosts_verdicts_inconclusive_and_keeps_them(tmp_pat
     assert aa["h1"]["verdict"] == "improved" and aa["h1"]["gate"].startswith(
         "the host's A/A comparison (baseline vs itself) was improved: ")
     assert aa["h2"] == {"host": "h2", "aa": False, "verdict": None, "reason": "A/A was off on this host",
-                        "gate": None}
+                        "gate": None, "resolves_pct": None}
     v1 = variant(summary, "v", "h1")
     assert v1["verdict"] == "inconclusive" and v1["verdict_before_aa"] == "improved"
     assert v1["verdict_reason"].startswith("the host's A/A comparison (baseline vs itself) was improved")
@@ -126,3 +126,32 @@ def test_a_neutral_aa_lets_verdicts_stand(tmp_path):
     assert variant(summary, "v")["verdict"] == "improved" and "verdict_before_aa" not in variant(summary, "v")
     assert [f["verdict"] for f in summary["noise_floor"]] == ["neutral"] * 3
     assert summary["aa"][0]["gate"] is None and summary["settings"]["multiple_comparisons"] == "bonferroni"
+
+
+def test_the_smallest_effect_a_host_resolves_is_where_its_aa_would_be_neutral(tmp_path):
+    # The baseline measured again 5 % faster at c=1 (trials 1 % apart): not neutral within 3 %. The host resolves
+    # changes as large as the widest bound of its A/A's equivalence intervals, over every level: judged again there,
+    # its A/A is neutral and its verdicts stand; a little below, they are held back again.
+    noisy_aa = cell("baseline_aa", levels=trials(1, 104.0, 106.0, 105.0) + trials(4, *BASE[4]) + trials(8, *BASE[8]))
+    cells = [baseline(), cell("v", levels=scaled(1.3)), noisy_aa]
+    summary = summarize(cells, tmp_path)
+    resolves = summary["aa"][0]["resolves_pct"]
+    bounds = [max(-f["eq_low_pct"], f["eq_high_pct"]) for f in summary["noise_floor"]]
+    assert max(bounds) < resolves <= max(bounds) + 0.1
+    assert 5.0 < resolves < 8.0 and summary["aa"][0]["gate"]
+    again = build_summary(tmp_path / "c1", cells, min_effect_pct=resolves)
+    assert again["aa"][0]["verdict"] == "neutral" and again["aa"][0]["gate"] is None
+    assert variant(again, "v")["verdict"] == "improved"
+    below = build_summary(tmp_path / "c1", cells, min_effect_pct=resolves - 0.2)
+    assert below["aa"][0]["gate"] and variant(below, "v")["verdict_before_aa"] == "improved"
+
+
+def test_a_quiet_host_resolves_less_than_its_minimum_effect(tmp_path):
+    summary = summarize([quiet("baseline"), quiet("v", 1.2), quiet("baseline_aa")], tmp_path)
+    assert 0 < summary["aa"][0]["resolves_pct"] < 3.0
+
+
+def test_an_aa_without_an_equivalence_interval_at_some_level_resolves_nothing_it_can_name(tmp_path):
+    one_trial = cell("baseline_aa", levels=trials(1, 100.0) + trials(4, *BASE[4]) + trials(8, *BASE[8]))
+    summary = summarize([baseline(), one_trial], tmp_path)
+    assert summary["aa"][0]["verdict"] == "inconclusive" and summary["aa"][0]["resolves_pct"] is None
