@@ -94,8 +94,8 @@ def raw_output(result_file):
 
 
 def fleetopt_cell_files(cell):
-    """The host paths a cell names, in the order they were written: its server log, then each client run's result
-    file and raw output (each level's warm-up runs until settled, then every trial after its own short warm-up)."""
+    """The host paths a cell names: its server log, then each client run's result file and raw output - the warm-up
+    runs until settled, then each trial's short warm-up run and the trial."""
     paths = [(cell.get("startup") or {}).get("log_path")]
     runs = [run for level in (cell.get("benchmark") or {}).get("warmup") or [] for run in level.get("runs") or []]
     for level in cell.get("levels") or []:
