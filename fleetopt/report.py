@@ -254,8 +254,7 @@ def aa_text(summary):
             lines.append("- %s: A/A was off; its verdicts are not checked against the host's noise." % host["host"])
         elif host["gate"]:
             lines.append("- %s: %s. Every other verdict of this host is inconclusive (the verdict before this "
-                         "gate is kept as verdict_before_aa).%s" % (host["host"], host["gate"],
-                                                                     resolves_text(host)))
+                         "gate is kept as verdict_before_aa).%s" % (host["host"], host["gate"], resolves_text(host)))
         else:
             lines.append("- %s: the baseline is equivalent to itself (A/A neutral: %s).%s" % (
                 host["host"], host["reason"], resolves_text(host)))
