@@ -371,12 +371,14 @@ def variant_summaries(cells, rows, slo=None, confidence=stats.DEFAULT_CONFIDENCE
     return summaries
 
 
-def resolves_pct(floor, host):
-    """The smallest minimum effect at which the host's A/A comparison would be neutral (the next 0.1 % above the widest
-    bound of its equivalence intervals over the levels): the smallest change its noise lets this campaign's design
-    resolve. None without an equivalence interval at every level compared (a level of one trial, or capacity)."""
-    bounds = [(f.get("eq_low_pct"), f.get("eq_high_pct")) for f in floor if f["host"] == host]
-    if not bounds or any(low is None or high is None for low, high in bounds):
+def resolves_pct(floor, aa):
+    """The smallest minimum effect at which the host's A/A comparison (`aa`, its variant summary) would be neutral (the
+    next 0.1 % above the widest bound of its equivalence intervals over the levels): the smallest change its noise
+    lets this campaign's design resolve. None where no minimum effect would make it neutral: a level without an
+    equivalence interval (one trial, no baseline there, a failed level, capacity), or an A/A that did not run."""
+    intervals = {f["concurrency"]: (f.get("eq_low_pct"), f.get("eq_high_pct")) for f in floor if f["host"] == aa["host"]}
+    bounds = [intervals.get(level["concurrency"], (None, None)) for level in aa.get("levels") or []]
+    if aa["status"] != "ok" or not bounds or any(low is None or high is None for low, high in bounds):
         return None
     widest = max(max(-low, high) for low, high in bounds)
     return round(math.floor(widest * 10.0) / 10.0 + 0.1, 1)
@@ -395,7 +397,7 @@ def aa_hosts(summaries, hosts, floor=()):
         else:
             reason = aa.get("verdict_reason") or aa.get("reason")
             result.append({"host": host, "aa": True, "verdict": aa["verdict"], "reason": reason,
-                           "gate": verdicts.aa_gate(aa["verdict"], reason), "resolves_pct": resolves_pct(floor, host)})
+                           "gate": verdicts.aa_gate(aa["verdict"], reason), "resolves_pct": resolves_pct(floor, aa)})
     return result
 
 
