@@ -15,8 +15,13 @@ from e2e.conftest import FEW_PROMPTS, SINGLE_LAUNCH, fast_start_settings
 from helpers import ROOT, bench_clients_under, free_port, processes_listening_as
 
 # Long enough for the step from the server's start to its benchmark, which nothing renews in between (a loaded machine
-# here once took more than 6 s there); the lease-renewing run below lasts three times as long on an idle one.
+# here once took more than 6 s there).
 LEASE_S = 12
+# One benchmark run that outlasts the lease with a margin on any host seen, so that only the renewal keeps its server:
+# 24 prompts of 160 tokens, one at a time. They took 1.3-1.7 s each on the hosts seen (8 of them 11.6-12.0 s in two
+# runs, short of the lease; 16 in 20.6 s, 20 in 33.6 s), so at least 31 s, 2.6 leases.
+LONGER_THAN_THE_LEASE = dict(campaign_bench_min_prompts=24, campaign_bench_prompts_per_concurrency=24,
+                             campaign_bench_output_len=160)
 
 
 def playbook(tmp_path, port, campaign_id, **bench):
@@ -70,9 +75,9 @@ def test_ctrl_c_during_a_benchmark_stops_the_client_says_what_runs_and_the_lease
 def test_a_killed_controller_leaves_the_server_to_its_lease_and_a_renewed_lease_never_stops_it(
         tmp_path, local_engine):
     port = free_port()
-    # One run lasts longer than the lease (8 prompts of 160 tokens, one at a time): the baseline is
-    # only measured because the benchmark renews the lease while it runs.
-    bench = dict(campaign_bench_min_prompts=8, campaign_bench_prompts_per_concurrency=8, campaign_bench_output_len=160)
+    # One run lasts longer than the lease: the baseline is only measured because the benchmark renews the lease while
+    # it runs.
+    bench = LONGER_THAN_THE_LEASE
     campaign = playbook(tmp_path, port, "gone-sigkill", **bench)
     cells = tmp_path / "results" / "gone-sigkill" / "cells" / "localhost"
     try:
