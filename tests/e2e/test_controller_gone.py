@@ -77,8 +77,7 @@ def test_a_killed_controller_leaves_the_server_to_its_lease_and_a_renewed_lease_
     port = free_port()
     # One run lasts longer than the lease: the baseline is only measured because the benchmark renews the lease while
     # it runs.
-    bench = LONGER_THAN_THE_LEASE
-    campaign = playbook(tmp_path, port, "gone-sigkill", **bench)
+    campaign = playbook(tmp_path, port, "gone-sigkill", **LONGER_THAN_THE_LEASE)
     cells = tmp_path / "results" / "gone-sigkill" / "cells" / "localhost"
     try:
         wait_for(lambda: (cells / "baseline.json").exists(), 400, "the baseline cell")
@@ -103,7 +102,7 @@ def test_a_killed_controller_leaves_the_server_to_its_lease_and_a_renewed_lease_
 
     # The same campaign id again: it records what the lease stopped (the cell it served), keeps the
     # finished baseline and measures the interrupted cell.
-    rerun = playbook(tmp_path, port, "gone-sigkill", **bench)
+    rerun = playbook(tmp_path, port, "gone-sigkill", **LONGER_THAN_THE_LEASE)
     try:
         output = rerun.communicate(timeout=600)[0].decode()
     finally:
