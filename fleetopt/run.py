@@ -33,8 +33,6 @@ import signal
 import sys
 import tempfile
 
-import ansible_runner
-
 from fleetopt import gate
 from fleetopt.hosts import troubled_hosts
 from fleetopt.paths import ROOT
@@ -163,6 +161,10 @@ def kill_detached_workers(private):
 
 
 def _run(private, playbook, args, extravars, ident, interrupt):
+    # Imported here: the report and the CLI's help need no ansible-runner, which a GPU host that is its own
+    # controller may lack.
+    import ansible_runner
+
     return ansible_runner.run(
         private_data_dir=private,
         project_dir=str(ROOT),
