@@ -18,7 +18,7 @@ python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 -
   --platform manylinux_2_17_x86_64 --platform any -d "$DEST/controller" \
   "ansible-core==$ANSIBLE_CORE" "resolvelib==$RESOLVELIB"
 site=$(.venv/bin/python -c 'import ansible_collections, os; print(os.path.dirname(ansible_collections.__path__[0]))')
-tar -C "$site" -cJf "$DEST/controller/collections.tar.xz" ansible_collections/community/proxmox
+tar -C "$site" -cJf "$DEST/controller/collections.tar.xz" ansible_collections/community/proxmox ansible_collections/ansible/posix
 grep -qxF '/.devcarry/' .git/info/exclude 2>/dev/null || echo '/.devcarry/' >> .git/info/exclude
 
 tree_bytes=$( (git ls-files -z; git ls-files -z --others --exclude-standard) | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1)

@@ -62,6 +62,7 @@ start() {
   if [ -f "$ROOT/play.pid" ] && kill -0 "$(cat "$ROOT/play.pid")" 2>/dev/null; then
     note "the campaign runs already"; return 0
   fi
+  tar -xJf "$CARRY/controller/collections.tar.xz" -C ~/.ansible/collections
   cd "$WORK" || return 1
   date +%s > "$ROOT/play.started"
   setsid "$(dirname "$PY")/ansible-playbook" -i inventory/h200 optimize.yml -e tier=1 -e campaign_id="$CAMPAIGN" \
