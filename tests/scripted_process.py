@@ -6,7 +6,10 @@ engine is exercised by the end-to-end tests.
 Usage: scripted_process.py SCENARIO_JSON [ignored engine args...]; or, as a benchmark client
 module run in fleetopt's kept client, `run(scenario, argv)`.
 Scenario: {"lines": [[delay_s, "text"], ...], "serve_health_on": PORT or null,
-           "exit_code": N or null (null: stay alive), "spawn_child": bool,
+           ("@serve": start the health endpoint; "@await": wait until the file "go_file" exists),
+           "exit_code": N or null (null: stay alive), "spawn_child": bool (a child that ignores
+           SIGTERM, in place before the lines), "child_sigterm_file": PATH (the child creates it on
+           each SIGTERM it ignores),
            "ignore_sigterm": bool, "client_result": PATH or null,
            "client_results": [PATH, ...] (the one at the run's --seed, modulo their number),
            "client_results_by_seed": {SEED: PATH} (a run with that --seed; others: client_result),
@@ -68,6 +71,23 @@ def hold_gpu_memory(scenario):
                      start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
+def spawn_child(scenario):
+    """A child that ignores SIGTERM and outlives this process; it has its handler in place before
+    this returns, so a stop at any later moment finds it as the scenario says."""
+    ready_r, ready_w = os.pipe()
+    code = ("import os,signal,sys,time\n"
+            "path = sys.argv[2]\n"
+            "signal.signal(signal.SIGTERM, (lambda *_: open(path, 'a').close()) if path else signal.SIG_IGN)\n"
+            "os.write(int(sys.argv[1]), b'.')\n"
+            "os.close(int(sys.argv[1]))\n"
+            "time.sleep(3600)\n")
+    subprocess.Popen([sys.executable, "-c", code, str(ready_w), scenario.get("child_sigterm_file") or ""],
+                     pass_fds=(ready_w,))
+    os.close(ready_w)
+    os.read(ready_r, 1)
+    os.close(ready_r)
+
+
 def escape_holding_port(port):
     code = ("import os,socket,time\nos.setsid()\ns=socket.socket()\n"
             "s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\ns.bind(('127.0.0.1', %d))\ns.listen()\n"
@@ -96,11 +116,15 @@ def run(scenario, args):
     if scenario.get("ignore_sigterm"):
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     if scenario.get("spawn_child"):
-        subprocess.Popen([sys.executable, "-c", "import signal,time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(3600)"])
+        spawn_child(scenario)
     for delay, text in scenario.get("lines", []):
         time.sleep(delay)
         if text == "@serve":
             serve_health(scenario["serve_health_on"])
+            continue
+        if text == "@await":
+            while not os.path.exists(scenario["go_file"]):
+                time.sleep(0.02)
             continue
         # The stamp is taken just before the write: the line cannot be in the log earlier.
         at = time.time()

@@ -496,6 +496,14 @@ def server_alive(state):
     return bool(session_pids(state["sid"]) or (identity is None and pid_alive(state["pid"])))
 
 
+def server_running(state):
+    """Whether the server process itself (the supervisor's child) still runs, its session's other
+    processes aside. Until the supervisor reaps it, its PID stays the server's; a process under
+    that PID in another session is not the server."""
+    stat = fleetopt_process.proc_stat(state["pid"])
+    return stat is not None and stat[0] not in ("Z", "X") and stat[3] == state["sid"]
+
+
 def http_ok(url, timeout, api_key=None):
     headers = {"Authorization": "Bearer %s" % api_key} if api_key else None
     try:
@@ -937,7 +945,12 @@ class Lifecycle:
             self.module.exit_json(changed=False, server={"status": "stopped", "port": self.p["port"]})
         if self.module.check_mode:
             self.module.exit_json(changed=True, server=public_view(state), msg="would stop pid %d" % state["pid"])
-        exited = self.absorb_supervisor_status(state).get("exit_code") is not None and not state.get("stopped_by")
+        # The supervisor records its server's exit at its next look, so a stop that comes first learns
+        # of the exit from the process itself. That is looked at before the record is read: a lease's
+        # stop is recorded before the server is signalled, so it is never taken for the server's own end.
+        ended = not server_running(state)
+        recorded = self.absorb_supervisor_status(state).get("exit_code") is not None
+        exited = (ended or recorded) and not state.get("stopped_by")
         report = self.stop_existing(state)
         if not report["complete"]:
             self.unhealthy(state, report)

@@ -3,9 +3,11 @@ comes back late, secrets in engines that echo their arguments, exit codes after 
 returned, readiness measured from the ready line's write, leases, and stale state files."""
 import json
 import os
+import signal
 import stat
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -243,20 +245,56 @@ def test_a_stale_state_file_never_signals_an_unrelated_process(server_args, tmp_
         stranger.wait()
 
 
-def test_a_server_that_died_while_its_children_live_on_is_reported_dead_and_cleaned_up(scripted_python, server_args, port):
-    # As vLLM's API server killed mid-benchmark: its engine process outlives it for a while.
-    python = scripted_python({"lines": READY + [[2.0, "bye"]], "serve_health_on": port, "spawn_child": True,
-                              "exit_code": 1})
+def continue_once_created(pid, path, done):
+    """Let the stopped process `pid` go on once `path` exists (or `done` is set)."""
+    while not os.path.exists(path) and not done.wait(0.02):
+        pass
+    try:
+        os.kill(pid, signal.SIGCONT)
+    except OSError:
+        pass
+
+
+@pytest.mark.parametrize("recorded", [True, False], ids=["exit_recorded", "stop_before_the_exit_is_recorded"])
+def test_a_server_that_died_while_its_children_live_on_is_reported_dead_and_cleaned_up(
+        scripted_python, server_args, port, tmp_path, recorded):
+    # As vLLM's API server killed mid-benchmark, or SGLang's launcher whose schedulers linger: its
+    # engine processes outlive it for a while. Its supervisor records the exit at its next look (every
+    # POLL_S, later on a busy host), so the stop may come before the exit is recorded or after.
+    go, child_got_sigterm = tmp_path / "go", tmp_path / "child-got-sigterm"
+    python = scripted_python({"lines": READY + [[0, "@await"], [0, "bye"]], "go_file": str(go),
+                              "serve_health_on": port, "spawn_child": True,
+                              "child_sigterm_file": str(child_got_sigterm), "exit_code": 1})
     started = run_module("fleetopt_server", server_args(python))
     assert started["server"]["status"] == "ready"
-    sid = started["server"]["sid"] if "sid" in started["server"] else None
-    deadline = time.time() + 15
-    while not pid_gone(started["server"]["pid"]) and time.time() < deadline:
-        time.sleep(0.1)
-    after = run_module("fleetopt_server", server_args(python, state="stopped"))
+    sid = started["server"]["sid"]
+    done = threading.Event()
+    resume = None
+    if not recorded:
+        # The supervisor is held before its server exits and goes on only once the stop has begun
+        # (the child got its SIGTERM): the stop decides before the exit is recorded.
+        os.kill(sid, signal.SIGSTOP)
+        resume = threading.Thread(target=continue_once_created, args=(sid, str(child_got_sigterm), done))
+        resume.start()
+    try:
+        go.touch()
+        deadline = time.time() + 15
+        while not pid_gone(started["server"]["pid"]) and time.time() < deadline:
+            time.sleep(0.05)
+        assert pid_gone(started["server"]["pid"]), "the server never exited"
+        if recorded:
+            status = tmp_path / "run" / "t.status"
+            while json.loads(status.read_text()).get("exit_code") is None and time.time() < deadline:
+                time.sleep(0.05)
+            assert json.loads(status.read_text())["exit_code"] == 1, "the supervisor never recorded the exit"
+        assert session_alive(sid), "the server's child lives on"
+        after = run_module("fleetopt_server", server_args(python, state="stopped"))
+    finally:
+        done.set()
+        if resume is not None:
+            resume.join()
     assert after.get("died") is True, after
     assert after["server"]["status"] == "crashed"
     assert after["server"]["exit_code"] == 1
     assert after["server"]["stop"]["complete"] is True, "what the dead server left must be stopped"
-    if sid:
-        assert not session_alive(sid)
+    assert not session_alive(sid)
