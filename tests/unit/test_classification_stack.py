@@ -120,3 +120,56 @@ def test_every_new_family_is_complete_and_cites_threads():
         assert entries, failure_class
         assert not any(sig.get("broad") or sig.get("banner") for sig in entries), failure_class
         assert sum(len(sig.get("references", [])) for sig in entries) >= 3, failure_class
+
+
+# -- vLLM: the same families, in vLLM's line format ---------------------------------------------
+# (EngineCore_DP0 pid=N) ERROR MM-DD HH:MM:SS [core.py:N] before every traceback line, the shape of
+# vllm-project/vllm#40260, #36077, #15445, #15336 and #12498.
+VLLM_SPEC = yaml.safe_load((ROOT / "library" / "engines" / "vllm.yml").read_text())
+VLLM_LOG = ROOT / "tests" / "fixtures" / "vllm" / "startup-compiled-0.32.0.log"
+VLLM_FAILURES = {
+    "transformers_incompatible": [
+        '  File "/usr/local/lib/python3.12/dist-packages/vllm/transformers_utils/configs/ovis.py", line 75, in <module>',
+        '    AutoConfig.register("aimv2", AIMv2Config)',
+        "ValueError: 'aimv2' is already used by a Transformers config, pick another name.",
+    ],
+    "model_config_failed": [
+        '  File "/usr/local/lib/python3.12/dist-packages/vllm/model_executor/models/registry.py", line 620, in '
+        "_raise_for_unsupported",
+        "    raise ValueError(",
+        "ValueError: Model architectures ['Glm5NextForCausalLM'] are not supported for now. Supported architectures: "
+        "dict_keys(['LlamaForCausalLM'])",
+    ],
+    "weight_loading_failed": [
+        '  File "/usr/local/lib/python3.12/dist-packages/vllm/model_executor/model_loader/weight_utils.py", line 520, '
+        "in safetensors_weights_iterator",
+        '    with safe_open(st_file, framework="pt") as f:',
+        "safetensors_rust.SafetensorError: Error while deserializing header: MetadataIncompleteBuffer",
+    ],
+    "kernel_build_failed": [
+        '  File "/usr/local/lib/python3.12/dist-packages/flashinfer/jit/cpp_ext.py", line 382, in run_ninja',
+        "    raise RuntimeError(msg) from e",
+        "RuntimeError: Ninja build failed. Ninja output:",
+        "FAILED: batch_prefill_jit_binding.cuda.o",
+        "ninja: build stopped: subcommand failed.",
+    ],
+    "triton_compile_failed": [
+        '  File "/usr/local/lib/python3.12/dist-packages/triton/compiler/compiler.py", line 300, in compile',
+        "    module = src.make_ir(target, options, codegen_fns, module_map, context)",
+        "triton.compiler.errors.CompilationError: at 152:12:",
+        "            acc += tl.dot(p.to(v.dtype), v)",
+        "            ^",
+        "ValueError('Cannot make_shape_compatible: incompatible dimensions at index 1: 64 and 128')",
+    ],
+}
+
+
+@pytest.mark.parametrize("failure_class", sorted(VLLM_FAILURES))
+def test_vllm_names_the_same_families(failure_class):
+    prefix = "(EngineCore_DP0 pid=150) ERROR 02-23 02:23:19 [core.py:948] "
+    lines = VLLM_LOG.read_text(encoding="utf-8").split("\n")[:12]
+    lines += [prefix + "EngineCore failed to start.", prefix + "Traceback (most recent call last):"]
+    lines += [prefix + line for line in VLLM_FAILURES[failure_class]]
+    result = feed_whole(LogWatcher(VLLM_SPEC), "\n".join(lines)).classify()
+    assert result["failure_class"] == failure_class
+    assert result["root_cause"] and result["remedy"]
