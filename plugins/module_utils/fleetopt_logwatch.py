@@ -80,10 +80,11 @@ TRACEBACK_START = "Traceback (most recent call last):"
 FRAME = re.compile(r'^File "(?P<path>[^"]*)", line \d+, in (?P<func>\S.*)$')
 CHAIN = re.compile(r"^(?:The above exception was the direct cause of the following exception:|"
                    r"During handling of the above exception, another exception occurred:)$")
-# `RuntimeError: ...`, `torch._dynamo.exc.Unsupported: ...`, `AssertionError`, `SystemExit: 2`
+# `RuntimeError: ...`, `torch._dynamo.exc.Unsupported: ...`, `AssertionError`, `SystemExit: 2`,
+# Triton's `triton.runtime.errors.OutOfResources: out of resource: ...`
 EXCEPTION_LINE = re.compile(
     r"^(?P<exc>(?:[A-Za-z_]\w*\.)*(?:(?:[A-Z]\w*)?(?:Error|Exception|Exit|Interrupt|Failed|Failure|Timeout)|"
-    r"Unsupported|[A-Z]\w*Error\w*))(?::(?: (?P<msg>.*))?)?$")
+    r"Unsupported|OutOfResources|[A-Z]\w*Error\w*))(?::(?: (?P<msg>.*))?)?$")
 # Levels, anchored at the start of the line (matched, not searched: lines can be long),
 # plus the few markers that sit inside a line, tested as plain substrings.
 ERROR_LEVEL = re.compile(

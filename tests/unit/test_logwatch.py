@@ -167,3 +167,20 @@ def test_real_vllm_log_yields_its_start_up_phases():
     assert w.ready
     assert w.phases["kv_cache"]["info"]["kv_tokens"] == "2,097,152"
     assert w.classify() is None
+
+
+def test_an_exception_class_without_error_in_its_name_is_still_the_exception_line():
+    """Triton's `OutOfResources` (triton/runtime/errors.py) ends in neither Error nor Exception."""
+    spec = dict(SPEC, failures=SPEC["failures"] + [
+        {"class": "triton_resources", "priority": 70, "patterns": [r"OutOfResources: out of resource"],
+         "root_cause": "r", "remedy": "r"}])
+    w = LogWatcher(spec)
+    w.feed("[x] Scheduler hit an exception: Traceback (most recent call last):\n"
+           '  File "/x/triton/compiler/compiler.py", line 483, in _init_handles\n'
+           '    raise OutOfResources(self.metadata.shared, max_shared, "shared memory")\n'
+           "triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 147456, "
+           "Hardware limit: 101376. Reducing block sizes or `num_stages` may help.\n", now=1.0)
+    assert w.failed
+    failure = w.classify()
+    assert failure["failure_class"] == "triton_resources"
+    assert failure["traceback"]["exceptions"][0].startswith("triton.runtime.errors.OutOfResources: out of resource")
