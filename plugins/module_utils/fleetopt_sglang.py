@@ -24,13 +24,32 @@ How piecewise (prefill/extend) CUDA graphs are switched, release by release:
                       `tc_piecewise`, the torch.compile runner, up to 0.5.21); the old
                       piecewise flags stay as deprecated aliases up to 0.5.19. The
                       prefill default is `tc_piecewise` on 0.5.14 and `breakable` from
-                      0.5.15; SGLang turns `breakable` off for MLA models (GLM-5 is one).
-                      A variant that asks for prefill graphs without naming a backend
-                      gets the release's default, not a forced `breakable`: forcing it
-                      would skip SGLang's MLA rule (a graph SGLang itself considers
-                      unsafe for the model). On GLM-5 from 0.5.15 the variant may thus
-                      run without prefill graphs; the log says so ("Disable ... CUDA graph
-                      because ..."), and fleetopt records it with the cuda_graph phase.
+                      0.5.15. A variant that asks for prefill graphs without naming a
+                      backend gets the release's default where SGLang keeps it for the
+                      model: forcing a backend skips SGLang's auto-disable rules.
+
+Where the default would be switched off for the model, the variant names the backend that
+runs instead, and where none can run it is not_applicable with the reason (model facts from
+fleetopt_plan: `mla`, `dsa`, `multimodal`, `architecture`). For prefill graphs:
+
+    release         dense model        MLA model (DeepSeek-V3)   MLA + DSA (GLM-5)
+    0.5.4 - 0.5.5   --enable-piecewise not_applicable: the piecewise runner collects only
+                                       standard GQA attention layers ("Disable piecewise CUDA graph
+                                       because some layers do not apply Standard GQA")
+    0.5.6 - 0.5.9   --enable-piecewise --enable-piecewise        --enable-piecewise
+    0.5.10 - 0.5.12 default (+ --enforce-piecewise-cuda-graph, which GLM-5's class needs)
+    0.5.13          default            default                   default
+    0.5.14          default (tc_piecewise)
+    0.5.15 - 0.5.16 default (breakable) tc_piecewise: breakable is off for MLA attention
+    0.5.17          default (breakable) tc_piecewise             default (DSA is exempt)
+    0.5.18 - 0.5.23 default (breakable) for every model (the MLA rule is gone; tc_piecewise
+                                       is removed in 0.5.22)
+
+Naming tc_piecewise skips its own rules, so the adapter checks those the flags show (DP
+attention, torch.compile, an MoE all-to-all backend, LoRA, pipeline parallelism, ...) and the
+model's (multimodal, the model-arch list) first: where one holds, no prefill graph backend can
+run and the variant is not_applicable. What the server then ran is read back from its own
+statements (`effective_config` in library/engines/sglang.yml, `effective_config()` here).
 
 The benchmark runs offline: `--dataset-name random-ids` with a local tokenizer and
 HF_HUB_OFFLINE=1 (`random` and `sharegpt` try to download ShareGPT).
@@ -45,6 +64,37 @@ from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engine 
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_versions import version_in_range
 
 PIECEWISE_DEFAULT_ON = ">=0.5.10,<0.5.14"
+# The piecewise runner of these releases collects only `self_attn.attn` layers: an MLA model's
+# (`attn_mqa`) are missed and it logs "Disable piecewise CUDA graph because some layers do not apply
+# Standard GQA" (model_runner.py of 0.5.4 and 0.5.5; 0.5.6 collects attn_mqa).
+PIECEWISE_GQA_ONLY = ">=0.5.4,<0.5.6"
+# `_disable_breakable_cudagraph_if_incompatible` switches breakable, the prefill default from 0.5.15,
+# off for MLA attention: every MLA model on 0.5.15-0.5.16, those without DSA (`index_topk` in the
+# model's config) on 0.5.17; 0.5.18 drops the rule. (0.5.14 has the rule too, but its default is
+# tc_piecewise, which MLA models keep.)
+BREAKABLE_DEFAULT_OFF_FOR_MLA = ">=0.5.15,<0.5.17"
+BREAKABLE_DEFAULT_OFF_FOR_MLA_WITHOUT_DSA = ">=0.5.17,<0.5.18"
+TC_PIECEWISE = ">=0.5.14,<0.5.22"
+# tc_piecewise's auto-disable rules (server_args.py `_disable_tc_piecewise_cudagraph_if_incompatible`,
+# 0.5.14-0.5.21) that a launch's flags show: naming the backend would skip them.
+TC_PIECEWISE_FLAG_RULES = (
+    ("--enable-dp-attention", "DP attention"),
+    ("--enable-torch-compile", "full torch.compile mode"),
+    ("--enable-lora", "LoRA"),
+    ("--lora-paths", "LoRA"),
+    ("--enable-hierarchical-cache", "CPU offload / hierarchical cache"),
+    ("--enable-deterministic-inference", "deterministic inference"),
+    ("--enable-symm-mem", "symmetric memory"),
+    ("--enable-eplb", "expert distribution recorder"),
+    ("--debug-cuda-graph", "CUDA graph debug mode"),
+    ("--enable-dsa-prefill-context-parallel", "DSA prefill context parallelism"),
+)
+# model_config.py `piecewise_cuda_graph_disabled_model_archs` of 0.5.14-0.5.21.
+TC_PIECEWISE_DISABLED_ARCHS = (
+    "DeepseekV4ForCausalLM", "DeepseekV4ForCausalLMNextN", "DeepseekV4ForCausalLMDSpark",
+    "Qwen3NextForCausalLM", "BailingMoeV2_5ForCausalLM", "LLaDAModelLM",
+)
+TC_PIECEWISE_BACKEND = "tc_piecewise"
 # Releases that auto-disable piecewise graphs for GlmMoeDsaForCausalLM (GLM-5) unless enforced.
 PIECEWISE_ENFORCE_NEEDED = ">=0.5.10,<0.5.13"
 CUDA_GRAPH_BACKENDS = ">=0.5.14"
@@ -127,6 +177,7 @@ PIECEWISE_FLAGS = (
     "--cuda-graph-backend-prefill",
 )
 PREFILL_GRAPH_OFF = "disabled"
+DECODE_GRAPH_FLAGS = ("--cuda-graph-backend-decode", "--disable-decode-cuda-graph", "--disable-cuda-graph")
 
 # Metric keys of bench_serving's JSONL record that differ from fleetopt's names.
 BENCH_KEY_MAP = {"duration_s": "duration"}
@@ -148,6 +199,8 @@ class SglangAdapter(EngineAdapter):
     }
     per_run_client_flags = ("max-concurrency", "num-prompts", "output-file")
     goodput_keys = {"p99_ttft_ms": "ttft", "p99_tpot_ms": "tpot"}
+    # `GET /server_info` returns every resolved server argument (`/get_server_info` before 0.5.6, deprecated since).
+    server_info_path = "/server_info"
 
     # -- release checks ------------------------------------------------------
     def _is(self, spec):
@@ -213,7 +266,11 @@ class SglangAdapter(EngineAdapter):
                 out["--cuda-graph-backend-prefill"] = explicit_backend
             elif not wanted:
                 out["--cuda-graph-backend-prefill"] = PREFILL_GRAPH_OFF
-            # wanted without a backend: the release's default, with SGLang's own rules
+            elif self.default_prefill_off_because() and self._is(TC_PIECEWISE):
+                # The default would be switched off for this model; tc_piecewise runs it (checked on the
+                # H200 with an MLA model on 0.5.16). unsupported_flags refuses it where its own rules hold.
+                out["--cuda-graph-backend-prefill"] = TC_PIECEWISE_BACKEND
+            # otherwise wanted without a backend: the release's default, with SGLang's own rules
         elif self._is(PIECEWISE_DEFAULT_ON):
             if not wanted:
                 out["--disable-piecewise-cuda-graph"] = True
@@ -225,7 +282,7 @@ class SglangAdapter(EngineAdapter):
         return out
 
     def unsupported_flags(self, flags):
-        """[(flag, reason)] for what the installed release would refuse."""
+        """[(flag, reason)] for what the installed release would refuse, or switch off for the model."""
         if self.version is None:
             return []
         flags = self.normalize_flags(flags)
@@ -235,7 +292,55 @@ class SglangAdapter(EngineAdapter):
             if reason:
                 problems.append((flag, reason))
         problems.extend(self._combination_problems(flags))
+        problems.extend(self._prefill_graph_problems(flags))
         return problems
+
+    # -- prefill graphs for this model ---------------------------------------------
+    def _model_is(self, fact):
+        return bool(self.model.get(fact))
+
+    def default_prefill_off_because(self):
+        """The rule by which this release switches its default prefill graph backend off for the model, or None."""
+        if self._model_is("mla") and self._is(BREAKABLE_DEFAULT_OFF_FOR_MLA):
+            return "MLA attention"
+        if self._model_is("mla") and not self._model_is("dsa") and self._is(BREAKABLE_DEFAULT_OFF_FOR_MLA_WITHOUT_DSA):
+            return "MLA attention (non-DSA)"
+        return None
+
+    def _tc_piecewise_rules(self, flags):
+        """tc_piecewise's own auto-disable rules that hold for these flags and this model."""
+        held = [why for flag, why in TC_PIECEWISE_FLAG_RULES if _present(flags.get(flag))]
+        if flags.get("--moe-a2a-backend", "none") != "none":
+            held.append("MoE A2A backend")
+        try:
+            if int(flags.get("--pp-size", 1)) > 1:
+                held.append("pipeline parallelism (pp_size > 1)")
+        except (TypeError, ValueError):
+            pass
+        if self.model.get("architecture") in TC_PIECEWISE_DISABLED_ARCHS:
+            held.append("model-arch blacklist")
+        if self._model_is("multimodal"):
+            held.append("multimodal model")
+        return sorted(set(held), key=held.index)
+
+    def _prefill_graph_problems(self, flags):
+        if not self._piecewise_wanted(flags):
+            return []
+        if self._model_is("mla") and self._is(PIECEWISE_GQA_ONLY):
+            return [("--enable-piecewise-cuda-graph",
+                     "SGLang %s captures piecewise CUDA graphs only for standard GQA attention layers; this MLA "
+                     "model's are not collected and the server runs without them (it logs \"Disable piecewise CUDA "
+                     "graph because some layers do not apply Standard GQA\"); MLA models have them from 0.5.6"
+                     % self.version)]
+        off_because = self.default_prefill_off_because()
+        if off_because and flags.get("--cuda-graph-backend-prefill") == TC_PIECEWISE_BACKEND:
+            held = self._tc_piecewise_rules(flags)
+            if held:
+                return [("--cuda-graph-backend-prefill",
+                         "no prefill CUDA graph backend runs here: SGLang %s switches its default (breakable) off "
+                         "for %s, and tc_piecewise is switched off for %s (forcing it would skip that rule)"
+                         % (self.version, off_because, ", ".join(held)))]
+        return []
 
     def _flag_problem(self, flag, value):
         releases = FLAG_RELEASES.get(flag)
@@ -263,6 +368,35 @@ class SglangAdapter(EngineAdapter):
         """
         merged = merge_flags(self.baseline_flags(), *layers)
         return self.normalize_flags(merged), self.unsupported_flags(merged)
+
+    # -- the configuration the server states it runs ---------------------------
+    def effective_key(self, flag):
+        """Every switch of prefill (piecewise) graphs sets `prefill_graph`, of decode graphs `decode_graph`."""
+        flag = ALIASES.get(flag, flag)
+        if flag in PIECEWISE_FLAGS:
+            return "prefill_graph"
+        if flag in DECODE_GRAPH_FLAGS:
+            return "decode_graph"
+        if flag in ("--cuda-graph-tc-compiler", "--piecewise-cuda-graph-compiler"):
+            return "tc_compiler"
+        return super(SglangAdapter, self).effective_key(flag)
+
+    def derive_effective(self, settings):
+        """Before 0.5.14 the arguments state graphs as booleans; they become `prefill_graph` (`piecewise` or
+        `disabled`) and `decode_graph` (`full` or `disabled`), the names 0.5.14 and later state."""
+        settings = dict(settings)
+        enabled = settings.pop("enable_piecewise_cuda_graph", None)
+        disabled = settings.pop("disable_piecewise_cuda_graph", None)
+        settings.pop("enforce_piecewise_cuda_graph", None)
+        no_graphs = settings.pop("disable_cuda_graph", None)
+        if "prefill_graph" not in settings:
+            if disabled is not None and self._is(PIECEWISE_DEFAULT_ON):
+                settings["prefill_graph"] = PREFILL_GRAPH_OFF if disabled else "piecewise"
+            elif enabled is not None:
+                settings["prefill_graph"] = "piecewise" if enabled else PREFILL_GRAPH_OFF
+        if "decode_graph" not in settings and no_graphs is not None:
+            settings["decode_graph"] = PREFILL_GRAPH_OFF if no_graphs else "full"
+        return settings
 
     # -- commands --------------------------------------------------------------
     def server_command(self, python, model, served_model_name, host, port, flags):
