@@ -65,7 +65,8 @@ def outcomes(with_model_facts):
 
 
 def report(name, found):
-    silent = sorted(key for key, outcome in found.items() if outcome.startswith("silent no-op"))
+    silent = sorted((key for key, outcome in found.items() if outcome.startswith("silent no-op")),
+                    key=lambda key: (key[0], RELEASES.index(key[1])))
     print("%s: %d variant(s) silent no-ops on some release; %d (variant, release) pair(s)" % (
         name, len({variant for variant, _ in silent}), len(silent)))
     for variant, release in silent:

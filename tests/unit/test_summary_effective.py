@@ -87,3 +87,12 @@ def test_the_recommendation_leaves_a_no_effect_variant_out_as_such(tmp_path):
     proposal = recommend(summary_of([mla_baseline(), variant], tmp_path), [mla_baseline(), variant])
     left_out = {item["id"]: item["why"] for item in proposal["left_out"]}
     assert left_out == {"piecewise_cuda_graph": "no_effect"}
+
+
+def test_the_report_shows_no_effect_with_the_servers_reason(tmp_path):
+    from fleetopt.report import verdict_table
+    variant = with_effective("piecewise_cuda_graph", stated("mla-default-ready.log"), ["prefill_graph"])
+    table = verdict_table(summary_of([mla_baseline(), variant], tmp_path)["variants"])
+    line = next(row for row in table.splitlines() if row.startswith("| piecewise_cuda_graph"))
+    assert "| no_effect " in line
+    assert "Breakable CUDA graph is incompatible with MLA attention; disabling prefill CUDA graph." in line
