@@ -1,5 +1,10 @@
 """No silent no-ops: a variant whose server ran its baseline's configuration is not a comparison.
 
+The campaign decides it on the host as soon as the variant's server is ready (the filter
+fleetopt_no_effect: such a variant is not benchmarked and its cell is already `no_effect`); this is the
+same check on the controller, for cells the host could not decide (its baseline's configuration was not
+known there) and for every measured variant's record of what it changed.
+
 Each cell records what its server stated it runs (`launch.effective.settings`, read by the engine adapter
 from the server's own statements) and the settings the variant set out to change (`launch.changes`, from
 its plan). Where the server stated its baseline's value for every one of them (the baseline of the same
@@ -9,7 +14,7 @@ warning lines of the rules that overrode the request) and the release. Every mea
 comparison (`effective_comparison`): what it changed, and what else differs from its baseline.
 """
 import fleetopt.paths  # noqa: F401  (makes the collection's module_utils importable)
-from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_effective import compare
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_effective import compare, no_effect_reason
 
 NO_EFFECT = "no_effect"
 BASELINE = "baseline"
@@ -22,25 +27,6 @@ def _effective(cell):
 
 def _reference(cell):
     return (cell.get("stacked") or {}).get("baseline") or BASELINE
-
-
-def _why(cell, keys, comparison):
-    effective = _effective(cell)
-    settings = effective.get("settings") or {}
-    said = [s for s in effective.get("statements") or [] if s.get("overrides") and set(s.get("sets") or {}) & set(keys)]
-    values = ", ".join("%s=%s" % (key, settings.get(key)) for key in keys)
-    text = "the server ran its baseline's %s (%s)" % ("setting" if len(keys) == 1 else "settings", values)
-    release = effective.get("release")
-    if said:
-        text += "; %s said: %s" % (
-            "%s %s" % (cell.get("engine") or "the server", release) if release else "the server",
-            " | ".join('"%s" (log line %s)' % (s["text"], s["line"]) for s in said))
-    else:
-        text += "; the server gave no reason in its log%s" % (" (release %s)" % release if release else "")
-    if comparison["others"]:
-        text += "; it differs from its baseline only in %s" % ", ".join(
-            "%s (%s -> %s)" % (key, old, new) for key, (old, new) in sorted(comparison["others"].items()))
-    return text
 
 
 def mark_no_effect(cells):
@@ -62,6 +48,7 @@ def mark_no_effect(cells):
         comparison = compare(_effective(cell).get("settings"), baseline_settings, keys)
         cell = dict(cell, effective_comparison=comparison)
         if comparison["state"] == NO_EFFECT:
-            cell.update(status=NO_EFFECT, measured_status=cell["status"], reason=_why(cell, keys, comparison))
+            cell.update(status=NO_EFFECT, measured_status=cell["status"],
+                        reason=no_effect_reason(_effective(cell), keys, comparison, cell.get("engine")))
         marked.append(cell)
     return marked

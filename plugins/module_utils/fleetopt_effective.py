@@ -236,3 +236,23 @@ def compare(variant, baseline, keys):
     else:
         state = "no_effect"
     return {"state": state, "same": same, "differ": differ, "unknown": unknown, "others": others}
+
+
+def no_effect_reason(effective, keys, comparison, engine=None):
+    """Why a variant changed nothing, in the server's own words: the values it ran, the auto-disable lines that set
+    them (`overrides`), the release, and what else differs from the baseline."""
+    effective = effective or {}
+    settings = effective.get("settings") or {}
+    said = [s for s in effective.get("statements") or [] if s.get("overrides") and set(s.get("sets") or {}) & set(keys)]
+    text = "the server ran its baseline's %s (%s)" % ("setting" if len(keys) == 1 else "settings",
+                                                     ", ".join("%s=%s" % (key, settings.get(key)) for key in keys))
+    release = effective.get("release")
+    if said:
+        who = "%s %s" % (engine or "the server", release) if release else "the server"
+        text += "; %s said: %s" % (who, " | ".join('"%s" (log line %s)' % (s["text"], s["line"]) for s in said))
+    else:
+        text += "; the server gave no reason in its log%s" % (" (release %s)" % release if release else "")
+    if comparison.get("others"):
+        text += "; it differs from its baseline only in %s" % ", ".join(
+            "%s (%s -> %s)" % (key, old, new) for key, (old, new) in sorted(comparison["others"].items()))
+    return text
