@@ -40,6 +40,8 @@ CALL = re.compile(r"^([A-Za-z_][\w.]*)\((.*)\)$", re.S)
 KEY = re.compile(r"^\s*([A-Za-z_]\w*)\s*=(.*)$", re.S)
 OPEN, CLOSE = "([{", ")]}"
 MAX_ARGUMENT_TEXT = 400000
+# Statements kept in the record (every one still sets its values): each rank prints its own capture lines.
+MAX_STATEMENTS = 64
 
 
 def split_top(text, sep=","):
@@ -174,7 +176,10 @@ def read_log(lines, spec, version=None, arguments=None, derive=None):
         settings = derive(settings)
     for entry in seen:
         settings.update(entry["sets"])
-    return {"settings": settings, "source": source or ("log" if seen else None), "statements": seen}
+    # The rules that overrode the request first: they are the reasons a no-op quotes.
+    kept = [s for s in seen if s["overrides"]] + [s for s in seen if not s["overrides"]]
+    kept = sorted(kept[:MAX_STATEMENTS], key=lambda s: s["line"])
+    return {"settings": settings, "source": source or ("log" if seen else None), "statements": kept}
 
 
 def _numbered(lines):

@@ -156,3 +156,14 @@ def test_what_else_differs_from_the_baseline_is_named():
                                        {"prefill_graph": "disabled", "mem_fraction_static": 0.9}, ["prefill_graph"])
     assert found["state"] == "no_effect"
     assert found["others"] == {"mem_fraction_static": [0.9, 0.8]}
+
+
+def test_every_statement_sets_its_values_but_the_record_keeps_the_rules_first_and_at_most_a_few():
+    lines = ["[2026-12-04 17:26:29] Breakable CUDA graph is incompatible with MLA attention; disabling prefill CUDA graph."]
+    lines += ["[2026-12-04 17:26:44 TP%d] Capture target decode CUDA graph begin. backend=full, bs=[1]" % (n % 8)
+              for n in range(200)]
+    lines += ["[2026-12-04 17:26:45 TP0] Capture target decode CUDA graph begin. backend=disabled, bs=[1]"]
+    found = sglang_effective_text("\n".join(lines), "0.5.16")
+    assert found["settings"] == {"prefill_graph": "disabled", "decode_graph": "disabled"}
+    assert len(found["statements"]) == fleetopt_effective.MAX_STATEMENTS
+    assert found["statements"][0]["reason"] == "MLA attention"
