@@ -167,3 +167,43 @@ def test_every_statement_sets_its_values_but_the_record_keeps_the_rules_first_an
     assert found["settings"] == {"prefill_graph": "disabled", "decode_graph": "disabled"}
     assert len(found["statements"]) == fleetopt_effective.MAX_STATEMENTS
     assert found["statements"][0]["reason"] == "MLA attention"
+
+
+# The auto-disable lines of each release, as its code formats them (read off the wheels 0.5.4-0.5.23).
+@pytest.mark.parametrize("version, message, reason", [
+    ("0.5.5", "Disable piecewise CUDA graph because some layers do not apply Standard GQA",
+     "some layers do not apply Standard GQA"),
+    ("0.5.9", "Disable piecewise CUDA graph because piecewise_cuda_graph has conflict with torch compile",
+     "piecewise_cuda_graph has conflict with torch compile"),
+    ("0.5.9", "Disable piecewise CUDA graph due to existing compilation errors", "existing compilation errors"),
+    ("0.5.10", "Piecewise cuda graph is disabled for MoE runner backend 'flashinfer_trtllm' (bypassed topk is "
+               "incompatible with torch.compile).",
+     "MoE runner backend 'flashinfer_trtllm' (bypassed topk is incompatible with torch.compile)."),
+    ("0.5.15", "Breakable CUDA graph is incompatible with DP attention; disabling prefill CUDA graph.", "DP attention"),
+    ("0.5.17", "Breakable CUDA graph is incompatible with MLA attention (non-DSA); disabling prefill CUDA graph.",
+     "MLA attention (non-DSA)"),
+    ("0.5.16", "Disabling prefill CUDA graph (breakable) by default for the DeepSeek-V3 arch on the trtllm_mla "
+               "attention backend (a captured prefill graph forces a FlashAttention fallback that regresses prefill). "
+               "Set the prefill cuda graph backend explicitly (e.g. --cuda-graph-backend-prefill tc_piecewise) to "
+               "override.", "the DeepSeek-V3 arch on the trtllm_mla attention backend"),
+    ("0.5.19", "Disabling breakable prefill CUDA graph by default for pipeline parallelism. Set "
+               "--cuda-graph-backend-prefill=breakable to opt in.", "pipeline parallelism"),
+    ("0.5.23", "Disable prefill CUDA graph because the model is not a language model", "the model is not a language model"),
+])
+def test_each_releases_auto_disable_line_switches_prefill_graphs_off_with_its_reason(version, message, reason):
+    line = "[2026-03-02 10:15:03 TP0] %s" % message
+    found = sglang_effective_text(line, version)
+    assert found["settings"] == {"prefill_graph": "disabled"}
+    assert [(s["overrides"], s["reason"]) for s in found["statements"]] == [(True, reason)]
+
+
+@pytest.mark.parametrize("version, message", [
+    # The baseline's own off switch, reported back: not a rule.
+    ("0.5.16", "Disable prefill CUDA graph because cuda_graph_config resolved prefill.backend='disabled' (e.g. via "
+               "--cuda-graph-backend-prefill=disabled or auto-disable rules)."),
+    ("0.5.11", "Disable piecewise CUDA graph because --disable-piecewise-cuda-graph is set"),
+])
+def test_a_report_of_the_requested_switch_off_is_no_rule(version, message):
+    found = sglang_effective_text("[2026-03-02 10:15:03] %s" % message, version)
+    assert found["settings"] == {"prefill_graph": "disabled"}
+    assert [s["overrides"] for s in found["statements"]] == [False]
