@@ -140,9 +140,6 @@ class EngineAdapter:
     # Client flags that name a run's own files or differ per concurrency level (reports drop them).
     per_run_client_flags = ("max-concurrency", "num-prompts")
 
-    # Path of the endpoint that returns the server's resolved arguments (None: the log only).
-    server_info_path = None
-
     def __init__(self, version=None, model=None):
         self.version = version
         # What fleetopt_plan read from the model's config.json (architecture, mla, dsa, multimodal, ...);
@@ -214,6 +211,10 @@ class EngineAdapter:
         """{"settings", "source", "statements"}: what the server's log lines (and, where given, the resolved
         `arguments` its endpoint returned) state it runs, by the spec's `effective_config` section."""
         return fleetopt_effective.read_log(lines, spec, self.version, arguments, self.derive_effective)
+
+    def server_info_path(self):
+        """Path of the endpoint that returns the server's resolved arguments; None: the log only."""
+        return None
 
     def derive_effective(self, settings):
         """Release-specific settings turned into the common keys (version-aware adapters override)."""

@@ -199,8 +199,6 @@ class SglangAdapter(EngineAdapter):
     }
     per_run_client_flags = ("max-concurrency", "num-prompts", "output-file")
     goodput_keys = {"p99_ttft_ms": "ttft", "p99_tpot_ms": "tpot"}
-    # `GET /server_info` returns every resolved server argument (`/get_server_info` before 0.5.6, deprecated since).
-    server_info_path = "/server_info"
 
     # -- release checks ------------------------------------------------------
     def _is(self, spec):
@@ -370,6 +368,10 @@ class SglangAdapter(EngineAdapter):
         return self.normalize_flags(merged), self.unsupported_flags(merged)
 
     # -- the configuration the server states it runs ---------------------------
+    def server_info_path(self):
+        """Every resolved server argument: `GET /server_info` from 0.5.6, `/get_server_info` before (kept, deprecated)."""
+        return "/get_server_info" if self._is("<0.5.6") else "/server_info"
+
     def effective_key(self, flag):
         """Every switch of prefill (piecewise) graphs sets `prefill_graph`, of decode graphs `decode_graph`."""
         flag = ALIASES.get(flag, flag)

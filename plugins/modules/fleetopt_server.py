@@ -900,8 +900,8 @@ class Lifecycle:
         except (IOError, OSError):
             text = ""
         arguments = None
-        if adapter.server_info_path:
-            arguments = http_json(public_view(state)["base_url"] + adapter.server_info_path, self.p["health_timeout"],
+        if adapter.server_info_path():
+            arguments = http_json(public_view(state)["base_url"] + adapter.server_info_path(), self.p["health_timeout"],
                                   self.p["api_key"])
         effective = adapter.effective_config(text, spec, arguments=arguments)
         effective["release"] = self.p["engine_version"]

@@ -207,3 +207,10 @@ def test_a_report_of_the_requested_switch_off_is_no_rule(version, message):
     found = sglang_effective_text("[2026-03-02 10:15:03] %s" % message, version)
     assert found["settings"] == {"prefill_graph": "disabled"}
     assert [s["overrides"] for s in found["statements"]] == [False]
+
+
+@pytest.mark.parametrize("version, path", [("0.5.4", "/get_server_info"), ("0.5.5", "/get_server_info"),
+                                           ("0.5.6", "/server_info"), ("0.5.23", "/server_info")])
+def test_sglang_states_its_resolved_arguments_at_the_endpoint_its_release_has(version, path):
+    assert get_adapter("sglang", version).server_info_path() == path
+    assert get_adapter("vllm", "0.32.0").server_info_path() is None
