@@ -144,6 +144,16 @@ def prefill_graph(version, flags, model):
     return _from_0_5_14(v, flags, model)
 
 
+def backend_rule(version, backend, flags, model):
+    """The rule by which `version` switches a prefill backend off when it is not named (0.5.14 on), or None."""
+    v = _v(version)
+    if backend == "breakable":
+        return _breakable_rule(v, flags, model)
+    if backend == "tc_piecewise":
+        return _common_rules(v, flags, model)
+    return None
+
+
 def backends(version):
     """The prefill backends a release accepts by name (argparse choices), none before 0.5.14."""
     v = _v(version)

@@ -337,9 +337,11 @@ def plan_variants(adapter, entries, baseline_flags, baseline_env, host, model, e
             # matrix: a drift of the host between the two must not pose as the stack's effect.
             variants.append(baseline_again(variants[0], stage_baseline, "Baseline again beside %s" % entry["id"],
                                            baseline_of=entry["id"]))
-        flags = adapter.normalize_flags(merge_flags(base_flags, entry.get("flags")))
+        merged = merge_flags(base_flags, entry.get("flags"))
+        flags = adapter.normalize_flags(merged)
         reasons = unmet_requirements(entry.get("requires") or {}, host, model, engine_version, patches)
-        reasons += ["%s: %s" % (flag, why) for flag, why in adapter.unsupported_flags(flags)]
+        # As merged: what the entry asks for (prefill graphs, say) is still there where the release's default gives it.
+        reasons += ["%s: %s" % (flag, why) for flag, why in adapter.unsupported_flags(merged)]
         variants.append({
             "id": entry["id"],
             "title": entry.get("title", entry["id"]),

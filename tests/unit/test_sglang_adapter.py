@@ -352,7 +352,7 @@ def test_goodput_of_a_record_is_read(tmp_path):
 
 # -- prefill graphs for the seeds' model, release by release ---------------------------------
 
-from sglang_prefill_rules import backends, prefill_graph  # noqa: E402
+from sglang_prefill_rules import backend_rule, backends, prefill_graph  # noqa: E402
 
 RELEASES = ["0.5.%d" % minor for minor in range(4, 24)]
 # GLM-5 (GlmMoeDsaForCausalLM: MLA with DeepSeek's sparse indexer), a DeepSeek-V3-like MLA model without DSA,
@@ -370,23 +370,44 @@ def planned(version, model, *layers):
     return adapter.launch_flags(GLM5_FLAGS, CATALOG["baseline"]["flags"], *layers)
 
 
+# Launches whose flags meet SGLang's auto-disable rules of some release.
+EXTRA = {
+    "seeds": {},
+    "dp_attention": {"--enable-dp-attention": True},
+    "torch_compile": {"--enable-torch-compile": True},
+    "deepep": {"--moe-a2a-backend": "deepep"},
+    "lora": {"--enable-lora": True},
+    "pp2": {"--pp-size": 2},
+    "two_batch_overlap": {"--enable-two-batch-overlap": True, "--moe-a2a-backend": "deepep"},
+}
+
+
+@pytest.mark.parametrize("extra", sorted(EXTRA))
 @pytest.mark.parametrize("model", sorted(MODELS))
 @pytest.mark.parametrize("version", RELEASES)
-def test_piecewise_cuda_graph_runs_prefill_graphs_where_any_can_run_and_is_not_applicable_elsewhere(version, model):
-    baseline, unsupported = planned(version, model)
-    assert unsupported == []
+def test_piecewise_cuda_graph_runs_prefill_graphs_where_any_can_run_and_is_not_applicable_elsewhere(version, model,
+                                                                                                     extra):
+    baseline, unsupported = planned(version, model, EXTRA[extra])
     assert prefill_graph(version, baseline, MODELS[model]) == ("disabled", None)
-    variant, unsupported = planned(version, model, PIECEWISE["flags"])
+    variant, unsupported = planned(version, model, EXTRA[extra], PIECEWISE["flags"])
+    unsupported = [(flag, why) for flag, why in unsupported if "prefill CUDA graph" in why]
     ran, why = prefill_graph(version, variant, MODELS[model])
     if unsupported:
-        # Not applicable only where no way to ask for prefill graphs gets them: the catalog's opt-in and every
-        # backend the release accepts by name are switched off for this model.
+        # Not applicable only where no way to ask for prefill graphs gets them without skipping SGLang's own rules:
+        # the catalog's opt-in is switched off, and so is every backend the release could name (full, experimental,
+        # has no rules and is never named).
         assert ran == "disabled" and why
-        tries = [dict(GLM5_FLAGS, **{"--enable-piecewise-cuda-graph": True})]
-        tries += [dict(GLM5_FLAGS, **{"--cuda-graph-backend-prefill": name}) for name in backends(version)]
-        assert all(prefill_graph(version, flags, MODELS[model])[0] == "disabled" for flags in tries)
+        flags = dict(GLM5_FLAGS, **EXTRA[extra])
+        assert prefill_graph(version, dict(flags, **{"--enable-piecewise-cuda-graph": True}), MODELS[model])[0] == \
+            "disabled"
+        for name in backends(version):
+            assert name == "full" or backend_rule(version, name, flags, MODELS[model]), name
     else:
-        assert ran != "disabled", "%s on %s would run without prefill graphs: %s" % (model, version, why)
+        assert ran != "disabled", "%s on %s (%s) would run without prefill graphs: %s" % (model, version, extra, why)
+        # A named backend skips SGLang's rules: fleetopt names one only where none of its rules holds.
+        named = variant.get("--cuda-graph-backend-prefill")
+        if named and named != "disabled":
+            assert backend_rule(version, named, variant, MODELS[model]) is None
 
 
 @pytest.mark.parametrize("version, model, prefill_flags", [
@@ -422,8 +443,8 @@ def test_where_tc_piecewise_is_also_switched_off_no_prefill_backend_runs_and_the
     _, unsupported = planned("0.5.16", "glm5", {"--enable-dp-attention": True}, PIECEWISE["flags"])
     assert unsupported == [("--cuda-graph-backend-prefill",
                             "no prefill CUDA graph backend runs here: SGLang 0.5.16 switches its default (breakable) "
-                            "off for MLA attention, and tc_piecewise is switched off for DP attention (forcing it "
-                            "would skip that rule)")]
+                            "off for MLA attention, DP attention, and tc_piecewise off for DP attention (forcing them "
+                            "on would skip those rules)")]
 
 
 def test_without_model_facts_the_release_default_is_kept():
