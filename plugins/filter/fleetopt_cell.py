@@ -20,6 +20,9 @@ nothing can be said; such a variant is not benchmarked and its cell is `no_effec
 
     {{ _campaign_variant | fleetopt_no_effect(_campaign_server, _campaign_effective | default({}), 'sglang') }}
 
+Filter `fleetopt_effective_comparison`: the comparison behind it, kept in the cell (`launch.vs_baseline`): what the
+variant changed, and what else its server ran differently from its baseline's.
+
 Filter `fleetopt_cell_files`: the files on its host that a cell names - the server log, and the result file and
 raw output of every run of the benchmark client (warm-up runs, a trial's short warm-up, the trials) - which the
 campaign brings to the controller.
@@ -51,20 +54,31 @@ def failure(failure_class, root_cause, remedy, phase=None):
             "phase": phase, "evidence": [], "also_seen": []}
 
 
+def fleetopt_effective_comparison(variant, server_result=None, effective_by_variant=None):
+    """What the ready server of `variant` stated against its baseline's server (fleetopt_effective.compare: the
+    settings it changed, those it set out to change but did not, and what else differs), or None where either side
+    stated nothing. `effective_by_variant` maps the variants this host ran before to what their servers stated; the
+    reference is the variant's own baseline (a stack's stage baseline, else `baseline`)."""
+    server = ran(server_result).get("server") or {}
+    if (not variant.get("applicable") or server.get("status") != "ready" or variant.get("id") in BASELINES
+            or variant.get("baseline_of")):
+        return None
+    reference = (variant.get("stacked") or {}).get("baseline") or "baseline"
+    baseline = ((effective_by_variant or {}).get(reference) or {}).get("settings")
+    settings = (server.get("effective") or {}).get("settings")
+    if not baseline or not settings:
+        return None
+    return dict(compare(settings, baseline, variant.get("changes") or []), baseline_variant=reference)
+
+
 def fleetopt_no_effect(variant, server_result=None, effective_by_variant=None, engine=None):
     """'' or the reason the ready server of `variant` ran its baseline's values on every setting the variant set out
-    to change (`changes`). `effective_by_variant` maps the variants this host ran before to what their servers stated;
-    the reference is the variant's own baseline (a stack's stage baseline, else `baseline`)."""
-    server = ran(server_result).get("server") or {}
-    keys = variant.get("changes") or []
-    if (not variant.get("applicable") or server.get("status") != "ready" or not keys
-            or variant.get("id") in BASELINES or variant.get("baseline_of")):
+    to change (`changes`)."""
+    comparison = fleetopt_effective_comparison(variant, server_result, effective_by_variant)
+    if not comparison or comparison["state"] != "no_effect":
         return ""
-    reference = (variant.get("stacked") or {}).get("baseline") or "baseline"
-    baseline = (effective_by_variant or {}).get(reference) or {}
-    effective = server.get("effective") or {}
-    comparison = compare(effective.get("settings"), baseline.get("settings"), keys)
-    return no_effect_reason(effective, keys, comparison, engine) if comparison["state"] == "no_effect" else ""
+    effective = ran(server_result)["server"]["effective"]
+    return no_effect_reason(effective, variant.get("changes") or [], comparison, engine)
 
 
 def fleetopt_cell_outcome(variant, server_result=None, bench_result=None, post_mortem_result=None,
@@ -137,4 +151,5 @@ def fleetopt_cell_files(cell):
 class FilterModule:
     def filters(self):
         return {"fleetopt_cell_outcome": fleetopt_cell_outcome, "fleetopt_cell_kept": fleetopt_cell_kept,
-                "fleetopt_cell_files": fleetopt_cell_files, "fleetopt_no_effect": fleetopt_no_effect}
+                "fleetopt_cell_files": fleetopt_cell_files, "fleetopt_no_effect": fleetopt_no_effect,
+                "fleetopt_effective_comparison": fleetopt_effective_comparison}

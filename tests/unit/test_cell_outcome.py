@@ -111,3 +111,13 @@ def test_a_stack_is_compared_with_the_baseline_of_its_stage():
     seen = {"baseline": {"settings": {"prefill_graph": "breakable"}},
             "baseline_stack": {"settings": {"prefill_graph": "disabled"}}}
     assert no_effect(stack, ready_with({"prefill_graph": "disabled"}), seen).startswith("the server ran its baseline's")
+
+
+def test_the_cell_says_what_else_the_server_ran_differently_from_its_baseline():
+    compared = plugin.FilterModule().filters()["fleetopt_effective_comparison"]
+    seen = {"baseline": {"settings": {"prefill_graph": "disabled", "mem_fraction_static": 0.9}}}
+    found = compared(PIECEWISE, ready_with({"prefill_graph": "tc_piecewise", "mem_fraction_static": 0.85}), seen)
+    assert found == {"state": "changed", "same": [], "differ": ["prefill_graph"], "unknown": [],
+                     "others": {"mem_fraction_static": [0.9, 0.85]}, "baseline_variant": "baseline"}
+    assert compared(PIECEWISE, ready_with({"prefill_graph": "tc_piecewise"}), {}) is None
+    assert compared({"id": "baseline", "applicable": True}, ready_with({"prefill_graph": "disabled"}), seen) is None
