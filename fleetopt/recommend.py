@@ -12,7 +12,8 @@ with a candidate already in it:
 
 Every other optimization is left out with the reason: regressed (or mixed), conflicting,
 crashed (crashed, blocked, timeout, error), not_significant (neutral: equivalent to the
-baseline), inconclusive, not_applicable, not_measured (skipped).
+baseline), inconclusive, no_effect (its server ran the baseline's configuration), not_applicable,
+not_measured (skipped).
 
 The stack is a proposal: with two or more candidates it has not been measured as one launch,
 and its status says so. The proposal names the variant that measures it (`stacked_variant`: the
@@ -79,7 +80,7 @@ STATUS_SINGLE = "measured: a single optimization, nothing to stack"
 STATUS_NONE = "nothing to recommend: no optimization improved; keep the baseline"
 FAILED = ("crashed", "blocked", "timeout", "error")
 # Left-out reasons, worst first: the reason of an optimization measured on several hosts is its worst one.
-WHY_ORDER = ("crashed", "regressed", "inconclusive", "not_significant", "not_applicable", "not_measured",
+WHY_ORDER = ("crashed", "regressed", "inconclusive", "not_significant", "no_effect", "not_applicable", "not_measured",
              "stack_not_better", "not_yet_searched")
 STACK_VARIANT = "stack"
 
@@ -105,8 +106,8 @@ def _why(verdict):
         return "regressed"
     if verdict == "neutral":
         return "not_significant"
-    if verdict == "not_applicable":
-        return "not_applicable"
+    if verdict in ("not_applicable", "no_effect"):
+        return verdict
     if verdict == "skipped":
         return "not_measured"
     return "inconclusive"

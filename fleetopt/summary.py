@@ -21,6 +21,9 @@ With the verdict metric `capacity` (campaign_verdict_metric), each variant's ver
 against its own baseline's on the same host (fleetopt.capacity_verdict, kept as `capacity_comparison`);
 the levels keep their comparisons of the metrics but carry no verdict of their own, and the A/A
 comparison, the noise floor, is the baseline's capacity against itself.
+
+A variant whose server stated its baseline's configuration on every setting the variant set out to
+change is `no_effect`, with the server's reason, and is not compared (fleetopt.effective).
 """
 import datetime
 import json
@@ -31,6 +34,7 @@ from fleetopt import stats, verdicts
 from fleetopt.capacity import capacity
 from fleetopt.capacity_verdict import compare_capacity
 from fleetopt.cost import attach_costs
+from fleetopt.effective import mark_no_effect
 from fleetopt.launches import campaign_design, launch_number, merge_launches
 from fleetopt.leftovers import leftover_notes
 from fleetopt.verdict_metrics import CAPACITY, COMPARED_METRICS
@@ -359,6 +363,8 @@ def variant_summaries(cells, rows, slo=None, confidence=stats.DEFAULT_CONFIDENCE
             "launches": len({lv.get("launch", 1) for lv in cell.get("levels") or [] if lv.get("status") == "ok"}),
             "launches_planned": cell.get("launches") or 1, "launch_statuses": cell.get("launch_statuses") or [],
             "capacity": capacities[(cell["host"], cell["variant"])], "capacity_comparison": compared,
+            # What the server stated against its baseline's: the settings changed, and what else differs.
+            "effective_comparison": cell.get("effective_comparison"),
             "levels": [
                 {"concurrency": r["concurrency"], "verdict": by_level[r["concurrency"]]["verdict"]
                  if r["variant"] != BASELINE else r.get("verdict"),
@@ -443,7 +449,8 @@ def build_summary(campaign_dir, cells, verdict_metric="output_throughput", confi
     `cost_per_host_hour` None: each host's price as its cells recorded it (campaign_cost_per_host_hour)."""
     slo_source = "cells" if slo is None else "report"
     slo = campaign_slo(cells) if slo is None else dict(slo)
-    merged = merge_launches(cells)
+    # A variant whose server ran its baseline's configuration is no comparison (fleetopt.effective).
+    merged = mark_no_effect(merge_launches(cells))
     rows = [row for cell in merged for row in cell_rows(cell, confidence)]
     rows = attach_comparisons(rows, verdict_metric, confidence, min_effect_pct)
     engines = sorted({c["engine"] for c in cells if c.get("engine")})

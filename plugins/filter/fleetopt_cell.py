@@ -14,6 +14,15 @@ the same configuration; one of a pair only with the other, see its docstring).
 
     {{ _campaign_previous | fleetopt_cell_kept(_campaign_cell_key, _campaign_partner_previous) }}
 
+Filter `fleetopt_no_effect`: why a ready variant's server changed nothing against its baseline's (the effective
+configurations both servers stated, fleetopt_server's `server.effective`), or '' where it changed something or
+nothing can be said; such a variant is not benchmarked and its cell is `no_effect` with that reason.
+
+    {{ _campaign_variant | fleetopt_no_effect(_campaign_server, _campaign_effective | default({}), 'sglang') }}
+
+Filter `fleetopt_effective_comparison`: the comparison behind it, kept in the cell (`launch.vs_baseline`): what the
+variant changed, and what else its server ran differently from its baseline's.
+
 Filter `fleetopt_cell_files`: the files on its host that a cell names - the server log, and the result file and
 raw output of every run of the benchmark client (warm-up runs, a trial's short warm-up, the trials) - which the
 campaign brings to the controller.
@@ -24,8 +33,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_effective import compare, no_effect_reason
+
 # What a cell that measured everything it could ends as; any other status, or a failed level, is measured again.
-COMPLETE = ("ok", "blocked", "not_applicable")
+COMPLETE = ("ok", "blocked", "not_applicable", "no_effect")
+BASELINES = ("baseline", "baseline_aa")
 REMEDY_UNREACHABLE = ("Bring the host back and run the campaign again with the same campaign id; "
                       "finished cells are kept.")
 
@@ -42,8 +54,35 @@ def failure(failure_class, root_cause, remedy, phase=None):
             "phase": phase, "evidence": [], "also_seen": []}
 
 
+def fleetopt_effective_comparison(variant, server_result=None, effective_by_variant=None):
+    """What the ready server of `variant` stated against its baseline's server (fleetopt_effective.compare: the
+    settings it changed, those it set out to change but did not, and what else differs), or None where either side
+    stated nothing. `effective_by_variant` maps the variants this host ran before to what their servers stated; the
+    reference is the variant's own baseline (a stack's stage baseline, else `baseline`)."""
+    server = ran(server_result).get("server") or {}
+    if (not variant.get("applicable") or server.get("status") != "ready" or variant.get("id") in BASELINES
+            or variant.get("baseline_of")):
+        return None
+    reference = (variant.get("stacked") or {}).get("baseline") or "baseline"
+    baseline = ((effective_by_variant or {}).get(reference) or {}).get("settings")
+    settings = (server.get("effective") or {}).get("settings")
+    if not baseline or not settings:
+        return None
+    return dict(compare(settings, baseline, variant.get("changes") or []), baseline_variant=reference)
+
+
+def fleetopt_no_effect(variant, server_result=None, effective_by_variant=None, engine=None):
+    """'' or the reason the ready server of `variant` ran its baseline's values on every setting the variant set out
+    to change (`changes`)."""
+    comparison = fleetopt_effective_comparison(variant, server_result, effective_by_variant)
+    if not comparison or comparison["state"] != "no_effect":
+        return ""
+    effective = ran(server_result)["server"]["effective"]
+    return no_effect_reason(effective, variant.get("changes") or [], comparison, engine)
+
+
 def fleetopt_cell_outcome(variant, server_result=None, bench_result=None, post_mortem_result=None,
-                          bench_level_timeout=None):
+                          bench_level_timeout=None, no_effect=None):
     server_result, bench, post = ran(server_result), ran(bench_result), ran(post_mortem_result)
     server = server_result.get("server") or {}
     lost = [r for r in (server_result, bench, post) if r.get("unreachable")]
@@ -65,6 +104,9 @@ def fleetopt_cell_outcome(variant, server_result=None, bench_result=None, post_m
         outcome.update(status="timeout", reason=(
             "a benchmark run did not finish within %s s (campaign_bench_level_timeout); the server was stopped "
             "and the runs left were skipped" % bench_level_timeout))
+    elif server.get("status") == "ready" and no_effect:
+        # Not benchmarked: the same configuration as its baseline's would only measure the host's noise.
+        outcome.update(status="no_effect", reason=no_effect)
     elif server.get("status") == "ready":
         outcome.update(status="ok")
     else:
@@ -109,4 +151,5 @@ def fleetopt_cell_files(cell):
 class FilterModule:
     def filters(self):
         return {"fleetopt_cell_outcome": fleetopt_cell_outcome, "fleetopt_cell_kept": fleetopt_cell_kept,
-                "fleetopt_cell_files": fleetopt_cell_files}
+                "fleetopt_cell_files": fleetopt_cell_files, "fleetopt_no_effect": fleetopt_no_effect,
+                "fleetopt_effective_comparison": fleetopt_effective_comparison}

@@ -18,6 +18,8 @@ import json
 import re
 import subprocess
 
+from ansible_collections.fleetopt.campaign.plugins.module_utils import fleetopt_effective
+
 # Every engine's benchmark output is reduced to these keys (missing ones are None).
 METRIC_KEYS = (
     "completed", "failed", "duration_s",
@@ -138,8 +140,11 @@ class EngineAdapter:
     # Client flags that name a run's own files or differ per concurrency level (reports drop them).
     per_run_client_flags = ("max-concurrency", "num-prompts")
 
-    def __init__(self, version=None):
+    def __init__(self, version=None, model=None):
         self.version = version
+        # What fleetopt_plan read from the model's config.json (architecture, mla, dsa, multimodal, ...);
+        # empty where unknown: the adapter then assumes nothing about the model.
+        self.model = dict(model or {})
 
     def parallelism(self, flags):
         """Degrees of parallelism a launch's flags ask for; 1 where a flag is absent or not a number."""
@@ -200,6 +205,39 @@ class EngineAdapter:
         A variant with any of them is reported not_applicable and never launched.
         """
         return []
+
+    # -- the configuration the server states it runs ---------------------------
+    def effective_config(self, lines, spec, arguments=None):
+        """{"settings", "source", "statements"}: what the server's log lines (and, where given, the resolved
+        `arguments` its endpoint returned) state it runs, by the spec's `effective_config` section."""
+        return fleetopt_effective.read_log(lines, spec, self.version, arguments, self.derive_effective)
+
+    def server_info_path(self):
+        """Path of the endpoint that returns the server's resolved arguments; None: the log only."""
+        return None
+
+    def derive_effective(self, settings):
+        """Release-specific settings turned into the common keys (version-aware adapters override)."""
+        return settings
+
+    def effective_key(self, flag):
+        """The effective setting a launch flag changes: `--mem-fraction-static` -> `mem_fraction_static`,
+        `--no-enable-prefix-caching` -> `enable_prefix_caching`."""
+        name = flag.lstrip("-")
+        if name.startswith("no-"):
+            name = name[len("no-"):]
+        return name.replace("-", "_")
+
+    def changed_keys(self, flags, baseline_flags):
+        """The effective settings a variant sets out to change: those of the flags (as launched) whose value
+        differs from the baseline's, in flag order."""
+        keys = []
+        for flag in sorted(set(flags or {}) | set(baseline_flags or {})):
+            if (flags or {}).get(flag) != (baseline_flags or {}).get(flag):
+                key = self.effective_key(flag)
+                if key not in keys:
+                    keys.append(key)
+        return keys
 
     # -- commands --------------------------------------------------------------
     def server_command(self, python, model, served_model_name, host, port, flags):

@@ -12,8 +12,8 @@ from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_vllm im
 ADAPTERS = {adapter.name: adapter for adapter in (SglangAdapter, VllmAdapter)}
 
 
-def get_adapter(name, version=None):
+def get_adapter(name, version=None, model=None):
     try:
-        return ADAPTERS[name](version)
+        return ADAPTERS[name](version, model)
     except KeyError:
         raise ValueError("unknown engine %r; known: %s" % (name, ", ".join(sorted(ADAPTERS))))

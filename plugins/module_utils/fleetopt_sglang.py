@@ -24,13 +24,35 @@ How piecewise (prefill/extend) CUDA graphs are switched, release by release:
                       `tc_piecewise`, the torch.compile runner, up to 0.5.21); the old
                       piecewise flags stay as deprecated aliases up to 0.5.19. The
                       prefill default is `tc_piecewise` on 0.5.14 and `breakable` from
-                      0.5.15; SGLang turns `breakable` off for MLA models (GLM-5 is one).
-                      A variant that asks for prefill graphs without naming a backend
-                      gets the release's default, not a forced `breakable`: forcing it
-                      would skip SGLang's MLA rule (a graph SGLang itself considers
-                      unsafe for the model). On GLM-5 from 0.5.15 the variant may thus
-                      run without prefill graphs; the log says so ("Disable ... CUDA graph
-                      because ..."), and fleetopt records it with the cuda_graph phase.
+                      0.5.15. A variant that asks for prefill graphs without naming a
+                      backend gets the release's default where SGLang keeps it for the
+                      model: forcing a backend skips SGLang's auto-disable rules.
+
+Where the default would be switched off for the model or the launch, the variant names what
+runs instead, and where nothing can run without skipping SGLang's own auto-disable rules it is
+not_applicable with the reason (`prefill_choice`, `prefill_rules`; model facts from
+fleetopt_plan: `mla`, `dsa`, `multimodal`, `architecture`). With the seeds' flags:
+
+    release         dense model        MLA model (DeepSeek-V3)   MLA + DSA (GLM-5)
+    0.5.4 - 0.5.5   --enable-piecewise not_applicable: the piecewise runner collects only
+                                       standard GQA attention layers ("Disable piecewise CUDA graph
+                                       because some layers do not apply Standard GQA")
+    0.5.6 - 0.5.9   --enable-piecewise --enable-piecewise        --enable-piecewise
+    0.5.10 - 0.5.12 default            default                   --enforce-piecewise-cuda-graph
+                                                                 (GLM-5's class is on the list)
+    0.5.13          default            default                   default
+    0.5.14          default (tc_piecewise)
+    0.5.15 - 0.5.16 default (breakable) tc_piecewise: breakable is off for MLA attention
+    0.5.17          default (breakable) tc_piecewise             default (DSA is exempt)
+    0.5.18 - 0.5.23 default (breakable) for every model (the MLA rule is gone; tc_piecewise
+                                       is removed in 0.5.22)
+
+A backend is named only where none of its own rules holds for the flags and the model (DP
+attention, torch.compile, an MoE all-to-all backend, LoRA, pipeline parallelism, two-batch
+overlap, multimodal models, the model-arch list, ...); --enforce-piecewise-cuda-graph only where
+the model-arch list is all that holds. Without model facts the release's default is kept (and
+the catalog's enforce on 0.5.10-0.5.12). What the server then ran is read back from its own
+statements (`effective_config` in library/engines/sglang.yml, `effective_config()` here).
 
 The benchmark runs offline: `--dataset-name random-ids` with a local tokenizer and
 HF_HUB_OFFLINE=1 (`random` and `sharegpt` try to download ShareGPT).
@@ -45,6 +67,39 @@ from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engine 
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_versions import version_in_range
 
 PIECEWISE_DEFAULT_ON = ">=0.5.10,<0.5.14"
+# The piecewise runner of these releases collects only `self_attn.attn` layers: an MLA model's
+# (`attn_mqa`) are missed and it logs "Disable piecewise CUDA graph because some layers do not apply
+# Standard GQA" (model_runner.py of 0.5.4 and 0.5.5; 0.5.6 collects attn_mqa).
+PIECEWISE_GQA_ONLY = ">=0.5.4,<0.5.6"
+TC_PIECEWISE = ">=0.5.14,<0.5.22"
+# tc_piecewise's auto-disable rules (server_args.py `_disable_tc_piecewise_cudagraph_if_incompatible`,
+# 0.5.14-0.5.21; `_handle_piecewise_cuda_graph` of 0.5.10-0.5.13 has most of them) that a launch's flags show.
+COMPILE_RULE_FLAGS = (
+    ("--enable-dp-attention", "DP attention"),
+    ("--enable-torch-compile", "full torch.compile mode"),
+    ("--enable-lora", "LoRA"),
+    ("--lora-paths", "LoRA"),
+    ("--enable-hierarchical-cache", "CPU offload / hierarchical cache"),
+    ("--enable-deterministic-inference", "deterministic inference"),
+    ("--enable-symm-mem", "symmetric memory"),
+    ("--enable-eplb", "expert distribution recorder"),
+    ("--debug-cuda-graph", "CUDA graph debug mode"),
+    ("--enable-dsa-prefill-context-parallel", "DSA prefill context parallelism"),
+)
+# configs/model_config.py `piecewise_cuda_graph_disabled_model_archs`, by release.
+DISABLED_ARCHS = [
+    (">=0.5.10,<0.5.12", ("DeepseekV32ForCausalLM", "Qwen3NextForCausalLM", "GlmMoeDsaForCausalLM",
+                          "BailingMoeV2_5ForCausalLM", "LLaDAModelLM")),
+    (">=0.5.12,<0.5.13", ("DeepseekV32ForCausalLM", "DeepseekV4ForCausalLM", "DeepseekV4ForCausalLMNextN",
+                          "Qwen3NextForCausalLM", "GlmMoeDsaForCausalLM", "BailingMoeV2_5ForCausalLM", "LLaDAModelLM")),
+    (">=0.5.13", ("DeepseekV4ForCausalLM", "DeepseekV4ForCausalLMNextN", "DeepseekV4ForCausalLMDSpark",
+                  "Qwen3NextForCausalLM", "BailingMoeV2_5ForCausalLM", "LLaDAModelLM")),
+]
+ARCH_RULE = "model-arch blacklist"
+# MoE all-to-all backends breakable is validated with (0.5.17 on).
+BREAKABLE_A2A = ("none", "deepep", "megamoe", "flashinfer")
+BREAKABLE_BACKEND = "breakable"
+TC_PIECEWISE_BACKEND = "tc_piecewise"
 # Releases that auto-disable piecewise graphs for GlmMoeDsaForCausalLM (GLM-5) unless enforced.
 PIECEWISE_ENFORCE_NEEDED = ">=0.5.10,<0.5.13"
 CUDA_GRAPH_BACKENDS = ">=0.5.14"
@@ -127,6 +182,7 @@ PIECEWISE_FLAGS = (
     "--cuda-graph-backend-prefill",
 )
 PREFILL_GRAPH_OFF = "disabled"
+DECODE_GRAPH_FLAGS = ("--cuda-graph-backend-decode", "--disable-decode-cuda-graph", "--disable-cuda-graph")
 
 # Metric keys of bench_serving's JSONL record that differ from fleetopt's names.
 BENCH_KEY_MAP = {"duration_s": "duration"}
@@ -134,6 +190,13 @@ BENCH_KEY_MAP = {"duration_s": "duration"}
 
 def _present(value):
     return value is not None and value is not False
+
+
+def _int(value, default=1):
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default
 
 
 class SglangAdapter(EngineAdapter):
@@ -205,29 +268,141 @@ class SglangAdapter(EngineAdapter):
         wanted = self._piecewise_wanted(flags)
         if wanted is None:
             return flags
-        enforce = bool(flags.get("--enforce-piecewise-cuda-graph"))
         explicit_backend = flags.get("--cuda-graph-backend-prefill")
         out = dict((k, v) for k, v in flags.items() if k not in PIECEWISE_FLAGS)
-        if self._is(CUDA_GRAPH_BACKENDS):
-            if wanted and explicit_backend not in (None, PREFILL_GRAPH_OFF):
-                out["--cuda-graph-backend-prefill"] = explicit_backend
-            elif not wanted:
+        if not wanted:
+            if self._is(CUDA_GRAPH_BACKENDS):
                 out["--cuda-graph-backend-prefill"] = PREFILL_GRAPH_OFF
-            # wanted without a backend: the release's default, with SGLang's own rules
-        elif self._is(PIECEWISE_DEFAULT_ON):
-            if not wanted:
+            elif self._is(PIECEWISE_DEFAULT_ON):
                 out["--disable-piecewise-cuda-graph"] = True
-            elif enforce and self._is(PIECEWISE_ENFORCE_NEEDED):
+            return out
+        if self._is(CUDA_GRAPH_BACKENDS) and explicit_backend not in (None, PREFILL_GRAPH_OFF):
+            out["--cuda-graph-backend-prefill"] = explicit_backend
+            return out
+        if self._is(PIECEWISE_DEFAULT_ON) and not self.model:
+            # The model is not known: the catalog's enforce stays where GLM-5's class needs it.
+            if flags.get("--enforce-piecewise-cuda-graph") and self._is(PIECEWISE_ENFORCE_NEEDED):
                 out["--enforce-piecewise-cuda-graph"] = True
-        elif wanted:
-            # 0.5.9 and earlier: opt-in; before 0.5.4 the flag stays so it is reported.
-            out["--enable-piecewise-cuda-graph"] = True
+            return out
+        named, _ = self.prefill_choice(out)
+        out.update(named)
         return out
 
+    # -- prefill graphs for this model ---------------------------------------------
+    def _model_is(self, fact):
+        return bool(self.model.get(fact))
+
+    def prefill_rules(self, backend, flags, default=True):
+        """Why this release switches prefill graphs of `backend` (`piecewise` before 0.5.14) off for these flags
+        and this model: the auto-disable rules they show, [] where none holds. `default`: the backend was not
+        named (0.5.14 on, a named backend skips the rules; pipeline parallelism only stops the default)."""
+        if backend == "piecewise" and not self._is(PIECEWISE_DEFAULT_ON):
+            return self._runner_rules(flags)
+        if backend == BREAKABLE_BACKEND:
+            return self._breakable_rules(flags, default)
+        return self._compile_rules(flags)
+
+    def _runner_rules(self, flags):
+        """0.5.4-0.5.9: model_runner.py `can_run_piecewise_cuda_graph` and the attention layers it collects."""
+        held = []
+        if self._is("<0.5.6") and _present(flags.get("--disable-cuda-graph")):
+            held.append("disable_cuda_graph is set")
+        if _present(flags.get("--enable-torch-compile")):
+            held.append("piecewise_cuda_graph has conflict with torch compile")
+        if _int(flags.get("--pp-size")) > 1:
+            held.append("piecewise_cuda_graph does not support PP")
+        if self._is(">=0.5.7") and flags.get("--moe-a2a-backend") in ("deepep", "mooncake"):
+            held.append("existing compilation errors (MoE all-to-all backend)")
+        if self._is(PIECEWISE_GQA_ONLY) and self._model_is("mla"):
+            held.append("some layers do not apply Standard GQA")
+        return held
+
+    def _compile_rules(self, flags):
+        """The torch.compile runner's rules: piecewise on 0.5.10-0.5.13, tc_piecewise on 0.5.14-0.5.21."""
+        held = [why for flag, why in COMPILE_RULE_FLAGS if _present(flags.get(flag))]
+        if flags.get("--moe-a2a-backend", "none") != "none":
+            held.append("MoE A2A backend")
+        if _int(flags.get("--pp-size")) > 1:
+            held.append("pipeline parallelism (pp_size > 1)")
+        if self._is("<0.5.11") and _present(flags.get("--speculative-algorithm")):
+            held.append("speculative decoding")
+        if self._is("<0.5.13") and flags.get("--moe-runner-backend") in ("flashinfer_trtllm", "flashinfer_mxfp4"):
+            held.append("MoE runner backend %s (bypassed topk is incompatible with torch.compile)"
+                        % flags["--moe-runner-backend"])
+        if any(self._is(spec) and self.model.get("architecture") in archs for spec, archs in DISABLED_ARCHS):
+            held.append(ARCH_RULE)
+        if self._model_is("multimodal"):
+            held.append("multimodal model")
+        return sorted(set(held), key=held.index)
+
+    def _breakable_rules(self, flags, default):
+        """server_args.py `_disable_breakable_cudagraph_if_incompatible` (arg_groups/cuda_graph_hook.py from 0.5.19)."""
+        held = []
+        a2a = flags.get("--moe-a2a-backend", "none")
+        if self._model_is("mla") and (self._is("<0.5.17") or (self._is("<0.5.18") and not self._model_is("dsa"))):
+            held.append("MLA attention" if self._is("<0.5.17") else "MLA attention (non-DSA)")
+        if self._is(">=0.5.15") and str(self.model.get("architecture") or "").startswith("DeepseekV4"):
+            held.append("DeepSeek-V4 (heavy capture-pool memory pressure)")
+        if self._is(">=0.5.15,<0.5.17"):
+            if _present(flags.get("--enable-lora")) or _present(flags.get("--lora-paths")):
+                held.append("LoRA")
+            if a2a != "none":
+                held.append("MoE A2A backend")
+            if _present(flags.get("--enable-dp-attention")):
+                held.append("DP attention")
+        if self._is(">=0.5.17"):
+            if _present(flags.get("--enable-two-batch-overlap")):
+                held.append("two-batch overlap")
+            if a2a not in BREAKABLE_A2A:
+                held.append("unvalidated a2a backend")
+        if self._is(">=0.5.15") and self._model_is("multimodal"):
+            held.append("multimodal model")
+        if default and self._is(">=0.5.19") and _int(flags.get("--pp-size")) > 1:
+            held.append("pipeline parallelism (breakable is opt-in there)")
+        return held
+
+    def prefill_choice(self, flags):
+        """({flag: value} that asks this release for prefill graphs for this model, reasons none can run).
+
+        The release's default where SGLang keeps it; where its rules would switch the default off, the other
+        backend whose rules hold nothing (named, which skips the rules: only where none holds); none where every
+        way is switched off, with the reasons.
+        """
+        if not self._is(PIECEWISE_DEFAULT_ON) and not self._is(CUDA_GRAPH_BACKENDS):
+            held = self.prefill_rules("piecewise", flags)
+            return {"--enable-piecewise-cuda-graph": True}, [
+                'piecewise CUDA graphs off ("Disable piecewise CUDA graph because %s")' % why for why in held]
+        if self._is(PIECEWISE_DEFAULT_ON):
+            held = self.prefill_rules("piecewise", flags)
+            if held == [ARCH_RULE] and self._is(PIECEWISE_ENFORCE_NEEDED):
+                return {"--enforce-piecewise-cuda-graph": True}, []
+            return {}, ["its default piecewise CUDA graphs off for %s" % ", ".join(held)] if held else []
+        default = TC_PIECEWISE_BACKEND if self._is("<0.5.15") else BREAKABLE_BACKEND
+        held = self.prefill_rules(default, flags)
+        if not held:
+            return {}, []
+        reasons = ["its default (%s) off for %s" % (default, ", ".join(held))]
+        # The default itself comes first: a policy of the default alone (breakable under pipeline parallelism is
+        # opt-in from 0.5.19) is no rule against naming it.
+        for other in (default,) + tuple(b for b in (TC_PIECEWISE_BACKEND, BREAKABLE_BACKEND) if b != default):
+            if other == TC_PIECEWISE_BACKEND and not self._is(TC_PIECEWISE):
+                continue
+            other_held = self.prefill_rules(other, flags, default=False)
+            if not other_held:
+                return {"--cuda-graph-backend-prefill": other}, []
+            if other != default:
+                reasons.append("%s off for %s" % (other, ", ".join(other_held)))
+        return {}, reasons
+
     def unsupported_flags(self, flags):
-        """[(flag, reason)] for what the installed release would refuse."""
+        """[(flag, reason)] for what the installed release would refuse, or switch off for the model.
+
+        Give the flags as merged (before normalize_flags), so that a variant asking for prefill graphs on a release
+        where the default gives them is still known to ask.
+        """
         if self.version is None:
             return []
+        wanted = self._piecewise_wanted(dict((ALIASES.get(k, k), v) for k, v in flags.items() if _present(v)))
         flags = self.normalize_flags(flags)
         problems = []
         for flag, value in flags.items():
@@ -235,7 +410,22 @@ class SglangAdapter(EngineAdapter):
             if reason:
                 problems.append((flag, reason))
         problems.extend(self._combination_problems(flags))
+        problems.extend(self._prefill_graph_problems(flags, wanted))
         return problems
+
+    def _prefill_graph_problems(self, flags, wanted):
+        if not wanted or (self._is(PIECEWISE_DEFAULT_ON) and not self.model):
+            return []
+        if self._is(CUDA_GRAPH_BACKENDS) and flags.get("--cuda-graph-backend-prefill") not in (None, PREFILL_GRAPH_OFF):
+            return []  # named: by the catalog (its choice) or by prefill_choice (nothing holds against it)
+        named, reasons = self.prefill_choice(dict((k, v) for k, v in flags.items() if k not in PIECEWISE_FLAGS))
+        if not reasons:
+            return []
+        flag = next(iter(named), "--cuda-graph-backend-prefill" if self._is(CUDA_GRAPH_BACKENDS)
+                    else "--enable-piecewise-cuda-graph")
+        skipped = " (forcing them on would skip those rules)" if self._is(">=0.5.10") else ""
+        return [(flag, "no prefill CUDA graph backend runs here: SGLang %s switches %s%s"
+                 % (self.version, ", and ".join(reasons), skipped))]
 
     def _flag_problem(self, flag, value):
         releases = FLAG_RELEASES.get(flag)
@@ -263,6 +453,39 @@ class SglangAdapter(EngineAdapter):
         """
         merged = merge_flags(self.baseline_flags(), *layers)
         return self.normalize_flags(merged), self.unsupported_flags(merged)
+
+    # -- the configuration the server states it runs ---------------------------
+    def server_info_path(self):
+        """Every resolved server argument: `GET /server_info` from 0.5.6, `/get_server_info` before (kept, deprecated)."""
+        return "/get_server_info" if self._is("<0.5.6") else "/server_info"
+
+    def effective_key(self, flag):
+        """Every switch of prefill (piecewise) graphs sets `prefill_graph`, of decode graphs `decode_graph`."""
+        flag = ALIASES.get(flag, flag)
+        if flag in PIECEWISE_FLAGS:
+            return "prefill_graph"
+        if flag in DECODE_GRAPH_FLAGS:
+            return "decode_graph"
+        if flag in ("--cuda-graph-tc-compiler", "--piecewise-cuda-graph-compiler"):
+            return "tc_compiler"
+        return super(SglangAdapter, self).effective_key(flag)
+
+    def derive_effective(self, settings):
+        """Before 0.5.14 the arguments state graphs as booleans; they become `prefill_graph` (`piecewise` or
+        `disabled`) and `decode_graph` (`full` or `disabled`), the names 0.5.14 and later state."""
+        settings = dict(settings)
+        enabled = settings.pop("enable_piecewise_cuda_graph", None)
+        disabled = settings.pop("disable_piecewise_cuda_graph", None)
+        settings.pop("enforce_piecewise_cuda_graph", None)
+        no_graphs = settings.pop("disable_cuda_graph", None)
+        if "prefill_graph" not in settings:
+            if disabled is not None and self._is(PIECEWISE_DEFAULT_ON):
+                settings["prefill_graph"] = PREFILL_GRAPH_OFF if disabled else "piecewise"
+            elif enabled is not None:
+                settings["prefill_graph"] = "piecewise" if enabled else PREFILL_GRAPH_OFF
+        if "decode_graph" not in settings and no_graphs is not None:
+            settings["decode_graph"] = PREFILL_GRAPH_OFF if no_graphs else "full"
+        return settings
 
     # -- commands --------------------------------------------------------------
     def server_command(self, python, model, served_model_name, host, port, flags):

@@ -117,10 +117,14 @@ host:
   sample: {"hostname": "gpu7", "platform": "cuda", "cpu_model": "AMD EPYC 9654", "cpu_count": 192, "memory_gib": 1511.6,
            "gpus": [{"name": "NVIDIA H200", "driver_version": "570.124.06"}]}
 model_info:
-  description: What the model's config.json says (architecture, mixture of experts).
+  description:
+    - What the model's config.json says (architecture, mixture of experts).
+    - C(mla) is true for multi-head latent attention (C(kv_lora_rank) set), C(dsa) for DeepSeek sparse attention
+      (C(index_topk) set), C(multimodal) for a model with a C(vision_config); the engine adapter spells variants
+      for them (SGLang switches some prefill CUDA graph backends off for MLA models).
   returned: success
   type: dict
-  sample: {"architecture": "LlamaForCausalLM", "moe": false, "num_experts": 0}
+  sample: {"architecture": "LlamaForCausalLM", "moe": false, "num_experts": 0, "mla": false, "dsa": false, "multimodal": false}
 stack:
   description: The engine stack record (C(<venv>/fleetopt-stack.json)) when the sglang_stack role wrote one, else null.
   returned: success
@@ -132,10 +136,13 @@ variants:
       set to null in the entry is removed).
     - C(stacked) is the entry's own C(stacked) (a stack of optimizations the recommendation composed, with
       C(composes) and C(verifies)), else null.
+    - C(changes) names the settings of the server's effective configuration the variant sets out to change (from the
+      flags it launches with that differ from the baseline's, e.g. C(prefill_graph)); empty for the baseline.
   returned: success
   type: list
   elements: dict
-  sample: [{"id": "baseline", "applicable": true, "flags": {"--enforce-eager": true}, "env": {}}]
+  sample: [{"id": "baseline", "applicable": true, "flags": {"--enforce-eager": true}, "env": {}, "changes": []},
+           {"id": "torch_compile", "applicable": true, "flags": {}, "env": {}, "changes": ["enforce_eager"]}]
 """
 
 import json
@@ -152,6 +159,10 @@ from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_gpu imp
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_process import cmdline, port_in_use, port_listeners, session_pids
 
 MOE_KEYS = ("num_experts", "n_routed_experts", "num_local_experts", "moe_num_experts")
+# Multi-head latent attention compresses K and V to a rank of this size (DeepSeek-V2/V3, Kimi K2, GLM-5, ...).
+MLA_KEY = "kv_lora_rank"
+# DeepSeek sparse attention's indexer (DeepSeek-V3.2, GLM-5): SGLang tells DSA models apart by it (is_deepseek_dsa).
+DSA_KEY = "index_topk"
 
 
 def module_args():
@@ -221,13 +232,19 @@ def model_facts(path):
         with open(config_path) as handle:
             config = json.load(handle)
     except (IOError, OSError, ValueError):
-        return {"architecture": None, "moe": None, "num_experts": None, "config_found": False}
+        return {"architecture": None, "moe": None, "num_experts": None, "mla": None, "dsa": None, "multimodal": None,
+                "config_found": False}
     experts = next((config[k] for k in MOE_KEYS if isinstance(config.get(k), int)), 0)
+    # A multimodal model keeps its language model's settings in text_config.
+    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
     return {
         "architecture": (config.get("architectures") or [None])[0],
         "model_type": config.get("model_type"),
         "moe": experts > 1,
         "num_experts": experts,
+        "mla": text.get(MLA_KEY) is not None,
+        "dsa": text.get(DSA_KEY) is not None,
+        "multimodal": isinstance(config.get("vision_config"), dict),
         "config_found": True,
     }
 
@@ -311,7 +328,7 @@ def plan_variants(adapter, entries, baseline_flags, baseline_env, host, model, e
     variants = [{
         "id": "baseline", "title": "Baseline", "tier": 0, "applicable": True, "reason": None,
         "flags": adapter.normalize_flags(base_flags), "env": dict(baseline_env), "catalog_flags": {},
-        "conflicts": [], "stacked": None, "baseline_of": None,
+        "conflicts": [], "stacked": None, "baseline_of": None, "changes": [],
     }]
     for entry in entries:
         stage_baseline = (entry.get("stacked") or {}).get("baseline")
@@ -320,9 +337,11 @@ def plan_variants(adapter, entries, baseline_flags, baseline_env, host, model, e
             # matrix: a drift of the host between the two must not pose as the stack's effect.
             variants.append(baseline_again(variants[0], stage_baseline, "Baseline again beside %s" % entry["id"],
                                            baseline_of=entry["id"]))
-        flags = adapter.normalize_flags(merge_flags(base_flags, entry.get("flags")))
+        merged = merge_flags(base_flags, entry.get("flags"))
+        flags = adapter.normalize_flags(merged)
         reasons = unmet_requirements(entry.get("requires") or {}, host, model, engine_version, patches)
-        reasons += ["%s: %s" % (flag, why) for flag, why in adapter.unsupported_flags(flags)]
+        # As merged: what the entry asks for (prefill graphs, say) is still there where the release's default gives it.
+        reasons += ["%s: %s" % (flag, why) for flag, why in adapter.unsupported_flags(merged)]
         variants.append({
             "id": entry["id"],
             "title": entry.get("title", entry["id"]),
@@ -342,6 +361,9 @@ def plan_variants(adapter, entries, baseline_flags, baseline_env, host, model, e
             # recommendation it verifies; recorded in its cell, where the report reads it.
             "stacked": entry.get("stacked"),
             "baseline_of": None,
+            # The settings of the server's effective configuration this variant sets out to change: where the
+            # server states the baseline's values for all of them, the variant changed nothing (summary: no_effect).
+            "changes": adapter.changed_keys(flags, variants[0]["flags"]),
         })
     if aa:
         variants.append(baseline_again(variants[0], "baseline_aa", "Baseline again (A/A noise check)"))
@@ -379,6 +401,8 @@ def main():
             )
     host = host_facts(p["nvidia_smi"])
     model = model_facts(p["model"])
+    # The adapter spells a variant for the model as well as the release (prefill graphs of an MLA model).
+    adapter.model = model
     stack = stack_record(p["python"])
     patches = sorted(set(p["patches"]) | set(applied_patch_ids(stack)))
     try:

@@ -33,6 +33,10 @@ description:
     A port held by a process fleetopt did not start is an error and that process is left alone.
   - The companion action plugin calls this module repeatedly with O(follow_slice) to print
     the phase a long start-up is in.
+  - Once the server is ready, the configuration it states it runs (its resolved arguments, from the
+    engine's endpoint where it has one, else from its log, then the graph capture lines and the
+    auto-disable warnings that follow) is returned as C(server.effective), read as the
+    C(effective_config) section of O(engine_spec) says.
   - With O(cache_dir), the engine's compilation and JIT caches (the variables the C(compile_cache)
     section of O(engine_spec) names, such as torch inductor, Triton, FlashInfer JIT and the engine's
     own compile cache) live in subfolders of that folder, so the variants launched on a host
@@ -275,6 +279,21 @@ server:
       description: Per phase, its start offset, duration, log line and values read from the log.
       type: dict
       sample: {"weights": {"start_s": 1.2, "duration_s": 0.4, "line": 31, "info": {}}}
+    effective:
+      returned: when the server became ready and O(engine_spec) has an C(effective_config) section, else null
+      description:
+        - What the server states it runs, read by the engine adapter from its own statements.
+        - C(settings) maps each setting the spec names (C(prefill_graph), C(decode_graph), C(attention_backend),
+          C(sampling_backend), C(enable_torch_compile), C(mem_fraction_static), C(tp_size), ...) to the server's value.
+        - C(source) says where the resolved arguments came from (C(endpoint /server_info) or C(log line N));
+          C(statements) are the later log lines that set a value (capture lines, auto-disable warnings), each with
+          C(line), C(text), C(sets), C(reason) and C(overrides) (true for a rule that overrode the request).
+        - C(release) is O(engine_version).
+      type: dict
+      sample: {"settings": {"prefill_graph": "disabled", "decode_graph": "full", "mem_fraction_static": 0.6},
+               "source": "log line 6", "release": "0.5.16",
+               "statements": [{"line": 4, "text": "Breakable CUDA graph is incompatible with MLA attention; disabling prefill CUDA graph.",
+                               "sets": {"prefill_graph": "disabled"}, "reason": "MLA attention", "overrides": true}]}
     startup_s:
       returned: when the start-up ended (ready, crashed, blocked or timeout)
       description: Seconds from launch to ready (or to the crash).
@@ -513,6 +532,17 @@ def http_ok(url, timeout, api_key=None):
         return False
 
 
+def http_json(url, timeout, api_key=None):
+    """The JSON object an endpoint returns, or None (refused, not JSON, not an object)."""
+    headers = {"Authorization": "Bearer %s" % api_key} if api_key else None
+    try:
+        response = open_url(url, timeout=timeout, validate_certs=False, use_proxy=False, headers=headers)
+        found = json.loads(response.read().decode("utf-8", "replace"))
+    except Exception:  # an engine without the endpoint, a refusal or a body that is not JSON: the log says it instead
+        return None
+    return found if isinstance(found, dict) else None
+
+
 def public_view(state, extra=None):
     view = {
         "status": state.get("status"),
@@ -538,6 +568,7 @@ def public_view(state, extra=None):
         "ended_at": state.get("ended_at"),
         "label": state.get("label"),
         "cache": state.get("cache"),
+        "effective": state.get("effective"),
     }
     view.update(extra or {})
     return view
@@ -570,6 +601,11 @@ def install_supervisor(run_dir):
         handle.write(source)
     os.replace(tmp, path)
     return path
+
+
+# The start of the log that states the configuration (arguments, graph capture, warnings): a log that grew larger
+# before the server was ready is read no further.
+EFFECTIVE_LOG_CHARS = 16 * 1024 * 1024
 
 
 class Lifecycle:
@@ -855,8 +891,30 @@ class Lifecycle:
         state["ready_noticed_after_s"] = round(now - written, 3) if written else None
         if state.get("cache"):
             state["cache"]["entries_ready"] = fleetopt_cache.count_files(state["cache"]["env"].values())
+        state["effective"] = self.read_effective(state)
         self.slot.save(state)
         return self.finish(state, changed)
+
+    def read_effective(self, state):
+        """What the ready server states it runs (its resolved arguments from its endpoint, else from its log, then
+        the log's later statements), with the release; None where the engine spec says nowhere to read it."""
+        spec = self.p["engine_spec"] or {}
+        if not spec.get("effective_config") or not self.p["engine"]:
+            return None
+        adapter = get_adapter(self.p["engine"], self.p["engine_version"])
+        try:
+            with open(state["log_path"], "r", errors="replace", newline="") as log:
+                text = log.read(EFFECTIVE_LOG_CHARS)
+        except (IOError, OSError):
+            text = ""
+        arguments = None
+        if adapter.server_info_path():
+            arguments = http_json(public_view(state)["base_url"] + adapter.server_info_path(), self.p["health_timeout"],
+                                  self.p["api_key"])
+        effective = adapter.effective_config(text, spec, arguments=arguments)
+        effective["release"] = self.p["engine_version"]
+        # Statements quote log lines, and some engines log their arguments (API keys among them).
+        return scrub_failure(effective, self.secrets)
 
     def crashed(self, state, watcher, offset, changed, died):
         self._record(state, watcher, offset, "crashed")

@@ -66,3 +66,58 @@ def test_a_server_that_never_became_ready_keeps_its_own_status_failure_and_messa
     assert outcome(APPLICABLE, server, SKIPPED, SKIPPED) == {
         "status": "crashed", "reason": "crashed in cuda_graph", "failure": CRASH, "host_lost": False}
     assert outcome(APPLICABLE, {"failed": True, "msg": "no python"})["status"] == "error"
+
+
+# -- a variant whose server ran its baseline's configuration ------------------------------------
+
+no_effect = plugin.FilterModule().filters()["fleetopt_no_effect"]
+PIECEWISE = {"id": "piecewise_cuda_graph", "applicable": True, "changes": ["prefill_graph"]}
+MLA_RULE = {"line": 4, "text": "Breakable CUDA graph is incompatible with MLA attention; disabling prefill CUDA graph.",
+            "sets": {"prefill_graph": "disabled"}, "reason": "MLA attention", "overrides": True}
+
+
+def ready_with(settings, statements=()):
+    return {"changed": True, "server": {"status": "ready", "effective": {
+        "settings": settings, "statements": list(statements), "source": "log line 6", "release": "0.5.16"}}}
+
+
+def test_a_variant_whose_server_switched_its_change_off_is_no_effect_and_not_benchmarked():
+    seen = {"baseline": {"settings": {"prefill_graph": "disabled", "tp_size": 8}}}
+    server = ready_with({"prefill_graph": "disabled", "tp_size": 8}, [MLA_RULE])
+    reason = no_effect(PIECEWISE, server, seen, "sglang")
+    assert reason == ("the server ran its baseline's setting (prefill_graph=disabled); sglang 0.5.16 said: \"Breakable "
+                      "CUDA graph is incompatible with MLA attention; disabling prefill CUDA graph.\" (log line 4)")
+    assert outcome(PIECEWISE, server, SKIPPED, None, 900, reason) == {
+        "status": "no_effect", "reason": reason, "failure": None, "host_lost": False}
+    # A resumed campaign keeps it: the same configuration changes nothing again.
+    assert plugin.complete({"status": "no_effect", "levels": []})
+
+
+@pytest.mark.parametrize("variant, server, seen", [
+    (PIECEWISE, ready_with({"prefill_graph": "tc_piecewise"}), {"baseline": {"settings": {"prefill_graph": "disabled"}}}),
+    (PIECEWISE, ready_with({"prefill_graph": "disabled"}), {}),
+    (PIECEWISE, {"changed": True, "server": {"status": "ready"}}, {"baseline": {"settings": {"prefill_graph": "disabled"}}}),
+    (dict(PIECEWISE, changes=[]), ready_with({"prefill_graph": "disabled"}), {"baseline": {"settings": {"prefill_graph": "disabled"}}}),
+    ({"id": "baseline_aa", "applicable": True, "changes": ["prefill_graph"]}, ready_with({"prefill_graph": "disabled"}),
+     {"baseline": {"settings": {"prefill_graph": "disabled"}}}),
+])
+def test_a_variant_is_benchmarked_unless_both_servers_stated_the_same_values(variant, server, seen):
+    assert no_effect(variant, server, seen, "sglang") == ""
+    assert outcome(variant, server, LEVELS, None, 900, "")["status"] == "ok"
+
+
+def test_a_stack_is_compared_with_the_baseline_of_its_stage():
+    stack = dict(PIECEWISE, id="stack", stacked={"baseline": "baseline_stack"})
+    seen = {"baseline": {"settings": {"prefill_graph": "breakable"}},
+            "baseline_stack": {"settings": {"prefill_graph": "disabled"}}}
+    assert no_effect(stack, ready_with({"prefill_graph": "disabled"}), seen).startswith("the server ran its baseline's")
+
+
+def test_the_cell_says_what_else_the_server_ran_differently_from_its_baseline():
+    compared = plugin.FilterModule().filters()["fleetopt_effective_comparison"]
+    seen = {"baseline": {"settings": {"prefill_graph": "disabled", "mem_fraction_static": 0.9}}}
+    found = compared(PIECEWISE, ready_with({"prefill_graph": "tc_piecewise", "mem_fraction_static": 0.85}), seen)
+    assert found == {"state": "changed", "same": [], "differ": ["prefill_graph"], "unknown": [],
+                     "others": {"mem_fraction_static": [0.9, 0.85]}, "baseline_variant": "baseline"}
+    assert compared(PIECEWISE, ready_with({"prefill_graph": "tc_piecewise"}), {}) is None
+    assert compared({"id": "baseline", "applicable": True}, ready_with({"prefill_graph": "disabled"}), seen) is None

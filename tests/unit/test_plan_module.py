@@ -70,7 +70,12 @@ def test_tier_is_planned_with_baseline_first_and_unmet_prerequisites_explained(e
     assert "needs platform cuda" in variants["tp2"]["reason"]
     assert result["host"]["platform"] == "cpu"
     assert result["model_info"] == {"architecture": "LlamaForCausalLM", "model_type": "llama", "moe": False,
-                                    "num_experts": 0, "config_found": True}
+                                    "num_experts": 0, "mla": False, "dsa": False, "multimodal": False,
+                                    "config_found": True}
+    # What each variant sets out to change in the server's effective configuration (the no-op check reads it).
+    assert variants["baseline"]["changes"] == []
+    assert variants["compile"]["changes"] == ["enforce_eager"]
+    assert variants["async"]["changes"] == ["async_scheduling"]
 
 
 def test_engine_version_and_moe_requirements(engine_python, model_dir, tmp_path, port):
@@ -84,9 +89,12 @@ def test_engine_version_and_moe_requirements(engine_python, model_dir, tmp_path,
 def test_moe_model_is_recognised(engine_python, tmp_path, port):
     model = tmp_path / "moe"
     model.mkdir()
-    (model / "config.json").write_text(json.dumps({"architectures": ["GlmMoeDsaForCausalLM"], "n_routed_experts": 256}))
+    (model / "config.json").write_text(json.dumps({"architectures": ["GlmMoeDsaForCausalLM"], "n_routed_experts": 256,
+                                                   "kv_lora_rank": 512, "index_topk": 2048}))
     result = plan(engine_python(), str(model), tmp_path, port, only=["moe_only"])
     assert result["model_info"]["moe"] is True and result["variants"][1]["applicable"] is True
+    # GLM-5's attention: multi-head latent attention with DeepSeek's sparse indexer.
+    assert (result["model_info"]["mla"], result["model_info"]["dsa"], result["model_info"]["multimodal"]) == (True, True, False)
 
 
 @pytest.mark.parametrize("extra,message", [

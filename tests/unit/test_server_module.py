@@ -10,7 +10,9 @@ from helpers import ForeignListener, pid_gone
 # Timed: crash detection within a second, readiness noticed within half a second. scripts/test.sh runs these once the machine is quiet.
 pytestmark = pytest.mark.timing
 
-READY = [[0.1, "(EngineCore pid=1) INFO Initializing a V1 LLM engine (v0.32.0) with config"],
+READY = [[0.1, "(EngineCore pid=1) INFO 11-29 09:05:20 [core.py:133] Initializing a V1 LLM engine (v0.32.0) with config: "
+               "model='/m', dtype=torch.bfloat16, tensor_parallel_size=1, enforce_eager=False, "
+               "compilation_config={'mode': <CompilationMode.DYNAMO_TRACE_ONCE: 2>, 'backend': 'inductor'}"],
          [0.2, "(Worker pid=2) INFO Starting to load model /m..."],
          [0.2, "(EngineCore pid=1) INFO CPU KV cache size: 1,024 tokens"],
          [0.1, "@serve"],
@@ -36,6 +38,11 @@ def test_ready_server_reports_phases_and_is_no_change_the_second_time(scripted_p
         assert list(server["phases"]) == ["launch", "engine_init", "weights", "kv_cache", "http"]
         assert server["phases"]["kv_cache"]["info"]["kv_tokens"] == "1,024"
         assert 0 <= server["ready_noticed_after_s"] < 0.5
+        # What the server stated it runs, read back from its own configuration line.
+        assert server["effective"]["settings"] == {
+            "dtype": "torch.bfloat16", "tensor_parallel_size": 1, "enforce_eager": False,
+            "compilation_mode": "CompilationMode.DYNAMO_TRACE_ONCE", "compile_backend": "inductor"}
+        assert server["effective"]["source"] == "log line 1"
         again = run_module("fleetopt_server", server_args(python))
         assert again["changed"] is False and again["server"]["pid"] == server["pid"]
     finally:

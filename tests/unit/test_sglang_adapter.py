@@ -348,3 +348,116 @@ def test_goodput_of_a_record_is_read(tmp_path):
     record.update(goodput_slos_ms={"ttft": 2000.0}, request_goodput=7.5, slo_attainment=1.0)
     (tmp_path / "r.jsonl").write_text(json.dumps(record) + "\n")
     assert SglangAdapter("0.5.23").parse_bench_result(str(tmp_path / "r.jsonl"))["request_goodput"] == 7.5
+
+
+# -- prefill graphs for the seeds' model, release by release ---------------------------------
+
+from sglang_prefill_rules import backend_rule, backends, prefill_graph  # noqa: E402
+
+RELEASES = ["0.5.%d" % minor for minor in range(4, 24)]
+# GLM-5 (GlmMoeDsaForCausalLM: MLA with DeepSeek's sparse indexer), a DeepSeek-V3-like MLA model without DSA,
+# and a dense model. GLM-5's own class exists from 0.5.9; the MLA rules hold for its attention on every release.
+MODELS = {
+    "glm5": {"architecture": "GlmMoeDsaForCausalLM", "mla": True, "dsa": True, "multimodal": False, "moe": True},
+    "mla": {"architecture": "DeepseekV3ForCausalLM", "mla": True, "dsa": False, "multimodal": False, "moe": True},
+    "dense": {"architecture": "LlamaForCausalLM", "mla": False, "dsa": False, "multimodal": False, "moe": False},
+}
+PIECEWISE = next(entry for entry in TIER1 if entry["id"] == "piecewise_cuda_graph")
+
+
+def planned(version, model, *layers):
+    adapter = SglangAdapter(version, MODELS[model])
+    return adapter.launch_flags(GLM5_FLAGS, CATALOG["baseline"]["flags"], *layers)
+
+
+# Launches whose flags meet SGLang's auto-disable rules of some release.
+EXTRA = {
+    "seeds": {},
+    "dp_attention": {"--enable-dp-attention": True},
+    "torch_compile": {"--enable-torch-compile": True},
+    "deepep": {"--moe-a2a-backend": "deepep"},
+    "lora": {"--enable-lora": True},
+    "pp2": {"--pp-size": 2},
+    "two_batch_overlap": {"--enable-two-batch-overlap": True, "--moe-a2a-backend": "deepep"},
+}
+
+
+@pytest.mark.parametrize("extra", sorted(EXTRA))
+@pytest.mark.parametrize("model", sorted(MODELS))
+@pytest.mark.parametrize("version", RELEASES)
+def test_piecewise_cuda_graph_runs_prefill_graphs_where_any_can_run_and_is_not_applicable_elsewhere(version, model,
+                                                                                                     extra):
+    baseline, unsupported = planned(version, model, EXTRA[extra])
+    assert prefill_graph(version, baseline, MODELS[model]) == ("disabled", None)
+    variant, unsupported = planned(version, model, EXTRA[extra], PIECEWISE["flags"])
+    unsupported = [(flag, why) for flag, why in unsupported if "prefill CUDA graph" in why]
+    ran, why = prefill_graph(version, variant, MODELS[model])
+    if unsupported:
+        # Not applicable only where no way to ask for prefill graphs gets them without skipping SGLang's own rules:
+        # the catalog's opt-in is switched off, and so is every backend the release could name (full, experimental,
+        # has no rules and is never named).
+        assert ran == "disabled" and why
+        flags = dict(GLM5_FLAGS, **EXTRA[extra])
+        assert prefill_graph(version, dict(flags, **{"--enable-piecewise-cuda-graph": True}), MODELS[model])[0] == \
+            "disabled"
+        for name in backends(version):
+            assert name == "full" or backend_rule(version, name, flags, MODELS[model]), name
+    else:
+        assert ran != "disabled", "%s on %s (%s) would run without prefill graphs: %s" % (model, version, extra, why)
+        # A named backend skips SGLang's rules: fleetopt names one only where none of its rules holds.
+        named = variant.get("--cuda-graph-backend-prefill")
+        if named and named != "disabled":
+            assert backend_rule(version, named, variant, MODELS[model]) is None
+
+
+@pytest.mark.parametrize("version, model, prefill_flags", [
+    ("0.5.5", "dense", {"--enable-piecewise-cuda-graph": True}),
+    ("0.5.6", "glm5", {"--enable-piecewise-cuda-graph": True}),
+    ("0.5.13", "glm5", {}),
+    ("0.5.14", "glm5", {}),
+    # breakable, the default, is switched off for MLA attention: tc_piecewise runs instead.
+    ("0.5.15", "glm5", {"--cuda-graph-backend-prefill": "tc_piecewise"}),
+    ("0.5.16", "glm5", {"--cuda-graph-backend-prefill": "tc_piecewise"}),
+    ("0.5.16", "dense", {}),
+    # 0.5.17 exempts DSA models (GLM-5) from the MLA rule, not other MLA models.
+    ("0.5.17", "glm5", {}),
+    ("0.5.17", "mla", {"--cuda-graph-backend-prefill": "tc_piecewise"}),
+    ("0.5.18", "mla", {}),
+    ("0.5.23", "glm5", {}),
+])
+def test_an_explicit_backend_is_named_only_where_the_default_would_be_switched_off(version, model, prefill_flags):
+    variant, unsupported = planned(version, model, PIECEWISE["flags"])
+    assert unsupported == []
+    named = dict((flag, value) for flag, value in variant.items()
+                 if flag in ("--enable-piecewise-cuda-graph", "--cuda-graph-backend-prefill"))
+    assert named == prefill_flags
+
+
+def test_mla_models_have_no_piecewise_graphs_before_0_5_6_and_say_why():
+    _, unsupported = planned("0.5.5", "glm5", PIECEWISE["flags"])
+    assert [flag for flag, _ in unsupported] == ["--enable-piecewise-cuda-graph"]
+    assert "some layers do not apply Standard GQA" in unsupported[0][1]
+
+
+def test_where_tc_piecewise_is_also_switched_off_no_prefill_backend_runs_and_the_variant_says_so():
+    _, unsupported = planned("0.5.16", "glm5", {"--enable-dp-attention": True}, PIECEWISE["flags"])
+    assert unsupported == [("--cuda-graph-backend-prefill",
+                            "no prefill CUDA graph backend runs here: SGLang 0.5.16 switches its default (breakable) "
+                            "off for MLA attention, DP attention, and tc_piecewise off for DP attention (forcing them "
+                            "on would skip those rules)")]
+
+
+def test_without_model_facts_the_release_default_is_kept():
+    adapter = SglangAdapter("0.5.16")
+    flags, unsupported = adapter.launch_flags(GLM5_FLAGS, CATALOG["baseline"]["flags"], PIECEWISE["flags"])
+    assert "--cuda-graph-backend-prefill" not in flags and unsupported == []
+
+
+def test_every_switch_of_prefill_graphs_is_one_effective_setting():
+    adapter = SglangAdapter("0.5.16", MODELS["glm5"])
+    baseline, _ = planned("0.5.16", "glm5")
+    variant, _ = planned("0.5.16", "glm5", PIECEWISE["flags"])
+    assert adapter.changed_keys(variant, baseline) == ["prefill_graph"]
+    old = SglangAdapter("0.5.11", MODELS["glm5"])
+    assert old.changed_keys(*[planned("0.5.11", "glm5", *layers)[0] for layers in ([PIECEWISE["flags"]], [])]) == [
+        "prefill_graph"]
