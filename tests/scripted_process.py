@@ -10,7 +10,8 @@ Scenario: {"lines": [[delay_s, "text"], ...], "serve_health_on": PORT or null,
            "exit_code": N or null (null: stay alive), "spawn_child": bool (a child that ignores
            SIGTERM, in place before the lines), "child_sigterm_file": PATH (the child creates it on
            each SIGTERM it ignores),
-           "ignore_sigterm": bool, "client_result": PATH or null,
+           "ignore_sigterm": bool, "slow_paths": {PATH: S} (GET PATH answers after S seconds),
+           "client_result": PATH or null,
            "client_results": [PATH, ...] (the one at the run's --seed, modulo their number),
            "client_results_by_seed": {SEED: PATH} (a run with that --seed; others: client_result),
            "busy_s": S (spin for S s of CPU time),
@@ -32,9 +33,10 @@ import threading
 import time
 
 
-def serve_health(port):
+def serve_health(port, slow_paths=None):
     class Health(http.server.BaseHTTPRequestHandler):
         def do_GET(self):
+            time.sleep((slow_paths or {}).get(self.path.split("?")[0], 0))
             self.send_response(200)
             self.end_headers()
             self.wfile.write(b"ok")
@@ -120,7 +122,7 @@ def run(scenario, args):
     for delay, text in scenario.get("lines", []):
         time.sleep(delay)
         if text == "@serve":
-            serve_health(scenario["serve_health_on"])
+            serve_health(scenario["serve_health_on"], scenario.get("slow_paths"))
             continue
         if text == "@await":
             while not os.path.exists(scenario["go_file"]):

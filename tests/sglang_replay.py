@@ -6,7 +6,7 @@ divided by a speed factor; a line without a stamp (traceback, bar) goes out with
 before it, and tqdm redraws (segments between carriage returns) are spread over the time
 until the next stamped line, the way a bar fills. The HTTP port (from `--port`) is bound
 when the log says uvicorn runs; `/health`, `/health_generate` and `/model_info` answer 503
-until the ready line is out, then 200; `/ping` always 200. SIGTERM is handled like SGLang's
+until the ready line is out, then 200; `/ping` and `/v1/models` always 200. SIGTERM is handled like SGLang's
 tokenizer manager (`SIGTERM received... Draining requests`, then `Gracefully exiting...`).
 
 Environment:
@@ -157,6 +157,8 @@ class Replay:
                 path = self.path.split("?")[0]
                 if path == "/ping":
                     return self.answer(200, {"status": "ok"})
+                if path == "/v1/models":  # served from the moment uvicorn runs, ready or not
+                    return self.answer(200, {"object": "list", "data": [{"id": "replay", "object": "model"}]})
                 if path in HEALTH_PATHS:
                     if replay.ready and not replay.sigterm:
                         return self.answer(200, {"model_path": "/models/replay", "is_generation": True})

@@ -202,7 +202,9 @@ def _int(value, default=1):
 class SglangAdapter(EngineAdapter):
     name = "sglang"
     distributions = ("sglang",)
-    health_path = "/health_generate"
+    # The ready line follows SGLang's own warm-up generation; confirming it needs only an endpoint that answers at
+    # once. /health and /health_generate generate a token and look for its answer after a fixed one-second sleep.
+    health_path = "/v1/models"
     parallelism_flags = {
         "tp": ("--tp-size", "--tensor-parallel-size", "--tp"),
         "dp": ("--dp-size", "--data-parallel-size", "--dp"),

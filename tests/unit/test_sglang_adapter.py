@@ -218,7 +218,7 @@ def test_unknown_version_changes_nothing():
 def test_registry_and_health_path():
     adapter = get_adapter("sglang", "0.5.9")
     assert isinstance(adapter, SglangAdapter) and adapter.version == "0.5.9"
-    assert adapter.health_path == "/health_generate"
+    assert adapter.health_path == "/v1/models"
 
 
 def test_catalog_shape():

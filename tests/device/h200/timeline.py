@@ -108,8 +108,8 @@ def main():
             print("A/A on %s: %s, resolves %s %% (minimum effect %s %%)" % (
                 aa.get("host"), aa.get("verdict"), aa.get("resolves_pct"), summary["settings"]["min_effect_pct"]))
         for row in summary.get("variants") or []:
-            print("%-12s %-22s %-13s %s" % (row["host"], row["variant"], row.get("verdict"),
-                                            row.get("failure_class") or row.get("verdict_reason") or ""))
+            why = row.get("failure_class") or (row.get("verdict_reason") or "")[:100]
+            print("%-12s %-22s %-14s %s" % (row["host"], row["variant"], row.get("verdict"), why))
     cost_rows, wall, measured = cost(args.campaign)
     if cost_rows and wall:
         print("client overhead: %.1f %% (client wall %.1f s, measured %.1f s)" % ((wall - measured) / wall * 100, wall, measured))
