@@ -13,7 +13,7 @@ not compared with the baseline, whatever it measured, and its reason quotes the 
 warning lines of the rules that overrode the request) and the release. Every measured variant keeps the
 comparison (`effective_comparison`): what it changed, and what else differs from its baseline.
 """
-import fleetopt.paths  # noqa: F401  (makes the collection's module_utils importable)
+import fleetopt.paths  # noqa: F401  pylint: disable=unused-import
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_effective import compare, no_effect_reason
 
 NO_EFFECT = "no_effect"

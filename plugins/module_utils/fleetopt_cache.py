@@ -120,7 +120,7 @@ def prepare(cache_plan, create=True):
     """Empty a cold root, create the folders (0700) and count what a warm start finds.
 
     Returns the plan with `entries_before`: the number of files in the variables' folders
-    at launch (always 0 for a cold launch).
+    at launch (always 0 for a cold launch), and `start`: `cold` when they held none, else `warm`.
     """
     result = dict(cache_plan)
     if create:
@@ -129,4 +129,6 @@ def prepare(cache_plan, create=True):
         for path in cache_plan["env"].values():
             _makedirs_private(path)
     result["entries_before"] = 0 if cache_plan["mode"] == "cold" else count_files(cache_plan["env"].values())
+    # A launch that finds nothing compiled builds every kernel itself: minutes on a GPU, seconds warm.
+    result["start"] = "warm" if result["entries_before"] else "cold"
     return result

@@ -249,8 +249,8 @@ def no_effect_reason(effective, keys, comparison, engine=None):
     effective = effective or {}
     settings = effective.get("settings") or {}
     said = [s for s in effective.get("statements") or [] if s.get("overrides") and set(s.get("sets") or {}) & set(keys)]
-    text = "the server ran its baseline's %s (%s)" % ("setting" if len(keys) == 1 else "settings",
-                                                     ", ".join("%s=%s" % (key, settings.get(key)) for key in keys))
+    named = ", ".join("%s=%s" % (key, settings.get(key)) for key in keys)
+    text = "the server ran its baseline's %s (%s)" % ("setting" if len(keys) == 1 else "settings", named)
     release = effective.get("release")
     if said:
         who = "%s %s" % (engine or "the server", release) if release else "the server"

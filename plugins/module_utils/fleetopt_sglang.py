@@ -286,8 +286,7 @@ class SglangAdapter(EngineAdapter):
             if flags.get("--enforce-piecewise-cuda-graph") and self._is(PIECEWISE_ENFORCE_NEEDED):
                 out["--enforce-piecewise-cuda-graph"] = True
             return out
-        named, _ = self.prefill_choice(out)
-        out.update(named)
+        out.update(self.prefill_choice(out)[0])
         return out
 
     # -- prefill graphs for this model ---------------------------------------------

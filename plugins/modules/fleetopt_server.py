@@ -399,6 +399,11 @@ server:
           description: Files in the folders of RV(server.cache.env) at launch; above 0, the launch started warm.
           type: int
           sample: 0
+        start:
+          returned: when RV(server.cache) is not null
+          description: C(cold) when those folders held nothing at launch (every kernel is built by this launch), else C(warm).
+          type: str
+          sample: cold
         entries_ready:
           returned: once the server was ready
           description: Files in those folders once the server was ready (what this launch left for the next).

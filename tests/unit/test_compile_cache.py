@@ -110,6 +110,7 @@ def test_the_server_gets_the_cache_folders_and_a_second_launch_starts_warm(scrip
         assert cache["user_env"] == {"TRITON_CACHE_DIR": "/mine"}  # the launch's own env wins
         assert "TRITON_CACHE_DIR" not in cache["env"]
         assert cache["entries_before"] == 0 and cache["entries_ready"] == 1
+        assert cache["start"] == "cold"
         seen = json.loads(env_file.read_text())
         assert seen["VLLM_CACHE_ROOT"] == str(cache_dir / "vllm")
         assert seen["TRITON_CACHE_DIR"] == "/mine"
@@ -122,6 +123,7 @@ def test_the_server_gets_the_cache_folders_and_a_second_launch_starts_warm(scrip
 
         second = run_module("fleetopt_server", args)["server"]
         assert second["cache"]["entries_before"] == 1 and second["cache"]["entries_ready"] == 2
+        assert second["cache"]["start"] == "warm"
         assert second["config_hash"] == first["config_hash"]
         run_module("fleetopt_server", dict(args, state="stopped"))
         without = run_module("fleetopt_server", plain)["server"]

@@ -41,7 +41,8 @@ def start_kind(cell):
     cache = (cell.get("startup") or {}).get("cache") or {}
     if "entries_before" not in cache:
         return "-"
-    return "cold" if cache["entries_before"] == 0 else "warm (%d files)" % cache["entries_before"]
+    start = cache.get("start") or ("warm" if cache["entries_before"] else "cold")
+    return start if start == "cold" else "warm (%d files)" % cache["entries_before"]
 
 
 def stop_figures(cell):
