@@ -1,7 +1,8 @@
 """SglangAdapter: launch commands per release, checked against the real argument parsers.
 
 tests/fixtures/sglang/args/<version>.txt hold the option strings that SGLang's own parser
-accepts in 0.5.9, 0.5.10 and 0.5.23 (made by snapshot_args.py from the released wheels).
+accepts in 0.5.9, 0.5.10, 0.5.16 and 0.5.23 (made by snapshot_args.py from the released wheels);
+<version>-client.txt the same for the benchmark client where one was made.
 """
 import json
 import pathlib
@@ -18,7 +19,7 @@ from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_sglang 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 ARGS = ROOT / "tests" / "fixtures" / "sglang" / "args"
 BENCH = ROOT / "tests" / "fixtures" / "sglang" / "bench"
-SNAPSHOT_VERSIONS = ("0.5.9", "0.5.10", "0.5.23")
+SNAPSHOT_VERSIONS = ("0.5.9", "0.5.10", "0.5.16", "0.5.23")
 # The inventory's model flags: the community recipe for GLM-5-NVFP4 on 8x RTX PRO 6000.
 GLM5_FLAGS = {
     "--tp-size": 8, "--quantization": "modelopt_fp4", "--kv-cache-dtype": "bf16",
@@ -29,10 +30,10 @@ GLM5_FLAGS = {
 }
 
 
-def load_snapshot(version):
-    """{option: choices or None} that `version`'s parser accepts."""
+def load_snapshot(version, client=False):
+    """{option: choices or None} that `version`'s server parser (or benchmark client's) accepts."""
     options = {}
-    lines = (ARGS / ("%s.txt" % version)).read_text().splitlines()
+    lines = (ARGS / ("%s%s.txt" % (version, "-client" if client else ""))).read_text().splitlines()
     assert lines[0].startswith("# sglang==%s" % version)
     for line in lines[1:]:
         option, _, extra = line.partition("\t")
