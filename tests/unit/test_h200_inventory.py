@@ -1,5 +1,5 @@
 """The H200 inventory's tier-1 campaign, planned as fleetopt_plan plans it on that machine (one H200, SGLang 0.5.16,
-a tiny Llama), launches its servers and its benchmark client with only options SGLang 0.5.16 accepts.
+a Llama-8B-shaped model with dummy weights), launches its servers and its benchmark client with only options SGLang 0.5.16 accepts.
 
 What 0.5.16 accepts is its own parsers' option list: tests/fixtures/sglang/args/0.5.16.txt (ServerArgs) and
 0.5.16-client.txt (sglang.benchmark.serving), made by snapshot_args.py from the released wheel on a CPU.
@@ -34,8 +34,8 @@ def inventory(tmp_path_factory):
     raw = yaml.safe_load(GROUP_VARS.read_text())
     values = dict((name, env.from_string(value).render(h200_root=str(root)) if isinstance(value, str) else value)
                   for name, value in raw.items() if name != "h200_root")
-    # tests/device/h200/campaign.sh's model: make_tiny_model.py saves a LlamaConfig, whose config.json says this.
-    model = root / "models" / "tiny-llama"
+    # tests/device/h200/campaign.sh's model: make_shaped_model.py writes a LlamaConfig, whose config.json says this.
+    model = root / "models" / "llama-8b-shape"
     model.mkdir(parents=True)
     (model / "config.json").write_text(json.dumps({"architectures": ["LlamaForCausalLM"], "model_type": "llama"}))
     assert values["campaign_model_path"] == str(model)
@@ -62,7 +62,7 @@ def test_the_plan_has_the_variants_the_h200_campaign_runs(variants):
     assert [(v["id"], v["applicable"]) for v in planned] == [
         ("baseline", True), ("piecewise_cuda_graph", True), ("mscclpp_allreduce", False),
         ("single_batch_overlap", False), ("expert_parallelism", False),
-        ("planted_one_request", True), ("planned_oom", True), ("baseline_aa", True)]
+        ("planted_running_cap", True), ("planned_oom", True), ("baseline_aa", True)]
 
 
 def test_every_server_command_of_the_campaign_is_accepted_by_0_5_16s_parser(inventory, variants):
@@ -81,9 +81,10 @@ def test_every_server_command_of_the_campaign_is_accepted_by_0_5_16s_parser(inve
     # The check saw the inventory's own flags and each variant's change, spelled for 0.5.16.
     for argv in rendered.values():
         assert argv[argv.index("--attention-backend") + 1] == "triton"
+        assert argv[argv.index("--load-format") + 1] == "dummy"
     assert "--cuda-graph-backend-prefill" in rendered["baseline"]
     assert "--cuda-graph-backend-prefill" not in rendered["piecewise_cuda_graph"]
-    assert rendered["planted_one_request"][rendered["planted_one_request"].index("--max-running-requests") + 1] == "1"
+    assert rendered["planted_running_cap"][rendered["planted_running_cap"].index("--max-running-requests") + 1] == "16"
     assert rendered["planned_oom"][rendered["planned_oom"].index("--mem-fraction-static") + 1] == "0.999"
 
 

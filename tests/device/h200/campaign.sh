@@ -48,10 +48,9 @@ setup() {
   mkdir -p ~/.ansible/collections && tar -xJf "$CARRY/controller/collections.tar.xz" -C ~/.ansible/collections
   note "controller installed in $(since "$t") s"
   t=$(now)
-  "$ROOT/engine/bin/python" "$REPO/roles/local_engine/files/make_tiny_model.py" "$ROOT/models/tiny-llama" \
-    --hidden-size 512 --heads 4 --layers 4 --intermediate-size 1024 > "$ROOT/make_model.log" 2>&1 || {
-    cat "$ROOT/make_model.log"; return 1; }
-  note "model made in $(since "$t") s"
+  "$ROOT/engine/bin/python" "$REPO/tests/device/h200/make_shaped_model.py" "$ROOT/models/llama-8b-shape" \
+    > "$ROOT/make_model.log" 2>&1 || { cat "$ROOT/make_model.log"; return 1; }
+  note "model made in $(since "$t") s: $(tail -1 "$ROOT/make_model.log")"
   # The campaign runs from a copy: a later device command lays the checkout anew under the running playbook.
   mkdir -p "$WORK"
   tar -C "$REPO" --exclude=./.devcarry --exclude=./results -cf - . | tar -C "$WORK" -xf -
@@ -65,7 +64,11 @@ start() {
   tar -xJf "$CARRY/controller/collections.tar.xz" -C ~/.ansible/collections
   cd "$WORK" || return 1
   date +%s > "$ROOT/play.started"
-  setsid "$(dirname "$PY")/ansible-playbook" -i inventory/h200 optimize.yml -e tier=1 -e campaign_id="$CAMPAIGN" \
+  # FLEETOPT_H200_ONLY=id,id runs those optimizations (with the baseline and the A/A) instead of all of tier 1.
+  local select=(-e tier=1)
+  [ -n "${FLEETOPT_H200_ONLY:-}" ] && select=(-e "only=$FLEETOPT_H200_ONLY")
+  note "selection: ${select[*]}"
+  setsid "$(dirname "$PY")/ansible-playbook" -i inventory/h200 optimize.yml "${select[@]}" -e campaign_id="$CAMPAIGN" \
     > "$ROOT/play.log" 2>&1 < /dev/null &
   echo $! > "$ROOT/play.pid"
   note "campaign $CAMPAIGN started (pid $(cat "$ROOT/play.pid"))"
