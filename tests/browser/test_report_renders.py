@@ -14,7 +14,7 @@ import pytest
 from browser.synthetic_campaign import EXPECTED_VERDICTS, synthetic_campaign
 from fleetopt import html_report, plots
 
-pytestmark = [pytest.mark.browser, pytest.mark.load_tolerant]
+pytestmark = pytest.mark.browser
 
 WIDTH, HEIGHT = 1400, 9000
 PLOT_IDS = ("plot-throughput", "plot-ttft", "plot-itl", "plot-startup")

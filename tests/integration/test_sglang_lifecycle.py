@@ -14,9 +14,6 @@ import fleetopt.paths  # noqa: F401  (makes the collection's module_utils import
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_logwatch import LogWatcher
 from fleetopt.classify import feed_whole
 
-# Timed: crash detection within its limit on replayed start-ups. scripts/test.sh runs these once the machine is quiet.
-pytestmark = pytest.mark.timing
-
 FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "sglang" / "logs"
 
 DETECTION_LIMIT_S = 1.0

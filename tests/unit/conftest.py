@@ -1,4 +1,5 @@
 import json
+import pathlib
 import stat
 import sys
 
@@ -6,6 +7,13 @@ import pytest
 import yaml
 
 from helpers import ROOT, free_port
+
+# A test module may import a sibling's constants or fixtures (from test_server_module import READY).
+# pytest puts a test module's folder on sys.path as it imports it; ansible-test imports test modules
+# as packages of the collection instead, so the folders of the plugins' tests are put there here.
+for _folder in sorted(path for path in (pathlib.Path(__file__).parent / "plugins").iterdir() if path.is_dir()):
+    if str(_folder) not in sys.path:
+        sys.path.append(str(_folder))
 
 
 @pytest.fixture

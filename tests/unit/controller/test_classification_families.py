@@ -1,4 +1,4 @@
-"""Classification that generalises (issue 11): failure families, release eras, broad patterns.
+"""Classification that generalises: failure families, release eras, broad patterns.
 
 Fixtures: tests/fixtures/sglang/logs/families/ (make_family_fixtures.py), written to the shapes
 of public SGLang/FlashInfer/vLLM start-up failures; tests/fixtures/sglang/eras.yml, one entry
@@ -17,7 +17,7 @@ from fleetopt import classify
 from fleetopt.classify import feed_whole
 from fleetopt.paths import engine_spec
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 FIXTURES = ROOT / "tests" / "fixtures" / "sglang"
 FAMILIES = FIXTURES / "logs" / "families"
 SPEC = yaml.safe_load((ROOT / "library" / "engines" / "sglang.yml").read_text())

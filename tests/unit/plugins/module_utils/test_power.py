@@ -3,13 +3,8 @@
 power.draw.instant. tests/device/gpu_power_check.py runs the sampler on a real GPU."""
 import time
 
-import pytest
-
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_power import (
     PowerSampler, parse_power_line, power_field, window_power)
-
-# Timed: power samples every 20 ms. scripts/test.sh runs these once the machine is quiet.
-pytestmark = pytest.mark.timing
 
 
 def test_lines_in_nvidia_smi_format_are_read_and_anything_else_is_not():

@@ -1,4 +1,4 @@
-"""Start-up failures of the stack around SGLang (issue 30, item 6): each family names its root cause
+"""Start-up failures of the stack around SGLang: each family names its root cause
 and remedy, and a more specific cause wins over the capture or weight-loading code it was raised in.
 
 Fixtures: tests/fixtures/sglang/logs/families/ (make_family_fixtures.py, the issue-30 section),
@@ -16,7 +16,7 @@ from fleetopt import classify
 from fleetopt.classify import feed_whole
 from fleetopt.paths import engine_spec
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 FAMILIES = ROOT / "tests" / "fixtures" / "sglang" / "logs" / "families"
 SPEC = yaml.safe_load((ROOT / "library" / "engines" / "sglang.yml").read_text())
 NEW_CLASSES = {"transformers_incompatible", "model_config_failed", "weight_loading_failed", "kernel_build_failed",

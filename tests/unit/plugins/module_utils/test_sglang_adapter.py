@@ -16,7 +16,7 @@ from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_version
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engines import get_adapter
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_sglang import FLAG_CHOICES, FLAG_RELEASES, SglangAdapter
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[4]
 ARGS = ROOT / "tests" / "fixtures" / "sglang" / "args"
 BENCH = ROOT / "tests" / "fixtures" / "sglang" / "bench"
 SNAPSHOT_VERSIONS = ("0.5.9", "0.5.10", "0.5.16", "0.5.23")

@@ -12,7 +12,7 @@ import fleetopt.paths  # noqa: F401  (makes the collection's module_utils import
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_logwatch import LogWatcher
 from fleetopt.classify import feed_whole
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 LOGS = ROOT / "tests" / "fixtures" / "sglang" / "logs"
 SPEC = yaml.safe_load((ROOT / "library" / "engines" / "sglang.yml").read_text())
 REQUIRED_CLASSES = {

@@ -15,7 +15,7 @@ import fleetopt.paths  # noqa: F401  (makes the collection's module_utils import
 from ansible_collections.fleetopt.campaign.plugins.module_utils import fleetopt_effective
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engines import get_adapter
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[4]
 H200 = ROOT / "tests" / "fixtures" / "sglang" / "logs" / "h200"
 SGLANG_SPEC = yaml.safe_load((ROOT / "library" / "engines" / "sglang.yml").read_text())
 VLLM_SPEC = yaml.safe_load((ROOT / "library" / "engines" / "vllm.yml").read_text())

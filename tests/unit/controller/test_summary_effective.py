@@ -14,7 +14,7 @@ from summary_cells import cell, trials
 import fleetopt.paths  # noqa: F401  (makes the collection's module_utils importable)
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engines import get_adapter
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 H200 = ROOT / "tests" / "fixtures" / "sglang" / "logs" / "h200"
 SPEC = yaml.safe_load((ROOT / "library" / "engines" / "sglang.yml").read_text())
 LEVELS = trials(1, 100.0, 101.0, 99.0) + trials(4, 300.0, 303.0, 297.0)

@@ -1,5 +1,5 @@
 """`pip install .` alone gives a working `fleetopt`: every package the controller code imports is
-declared in pyproject.toml, and the installed package finds the project it works in (issue 14)."""
+declared in pyproject.toml, and the installed package finds the project it works in."""
 import ast
 import importlib.metadata
 import os

@@ -1,4 +1,4 @@
-"""Issue 11: every patch's declared `releases` range is proven against the released packages.
+"""Every patch's declared `releases` range is proven against the released packages.
 
 Each patch of library/patches/sglang_stack.yml is dry-run (`patch -p1 --dry-run -f`, as
 roles/sglang_stack runs it) against the patched files of every release inside its range and of

@@ -10,9 +10,6 @@ import pytest
 from helpers import FIXTURES, pid_gone
 from module_runner import module_command, run_module
 
-# Timed: a finished run noticed at once, idle clients exiting on time. scripts/test.sh runs these once the machine is quiet.
-pytestmark = pytest.mark.timing
-
 RESULT = str(FIXTURES / "vllm" / "bench-serve-0.32.0-c4.json")
 
 

@@ -2,13 +2,8 @@ import json
 import os
 import time
 
-import pytest
-
 from module_runner import run_module
 from helpers import ForeignListener, pid_gone
-
-# Timed: crash detection within a second, readiness noticed within half a second. scripts/test.sh runs these once the machine is quiet.
-pytestmark = pytest.mark.timing
 
 READY = [[0.1, "(EngineCore pid=1) INFO 11-29 09:05:20 [core.py:133] Initializing a V1 LLM engine (v0.32.0) with config: "
                "model='/m', dtype=torch.bfloat16, tensor_parallel_size=1, enforce_eager=False, "

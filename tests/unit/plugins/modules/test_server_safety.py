@@ -16,9 +16,6 @@ from helpers import ROOT, pid_gone
 from module_runner import run_module
 from test_server_module import READY, stamp_of
 
-# Timed: stops, releases and leases within seconds. scripts/test.sh runs these once the machine is quiet.
-pytestmark = pytest.mark.timing
-
 SECRET = "sk-LIVE-4f9a8b7c6d5e"
 
 

@@ -13,7 +13,7 @@ from fleetopt import classify
 from fleetopt.classify import feed_whole
 from fleetopt.paths import engine_spec
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 H200 = ROOT / "tests" / "fixtures" / "sglang" / "logs" / "h200"
 SPEC = yaml.safe_load((ROOT / "library" / "engines" / "sglang.yml").read_text())
 

@@ -1,5 +1,5 @@
 """Compilation and JIT caches: the engine specs' compile_cache sections and fleetopt_server's
-cache_dir / cache_mode (issue 12)."""
+cache_dir / cache_mode."""
 import json
 import os
 import stat

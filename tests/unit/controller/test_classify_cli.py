@@ -10,10 +10,7 @@ import pytest
 from fleetopt import classify
 from fleetopt.paths import engine_spec
 
-# Timed: the post-mortem's run time. scripts/test.sh runs these once the machine is quiet.
-pytestmark = pytest.mark.timing
-
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 LOGS = ROOT / "tests" / "fixtures" / "sglang" / "logs"
 SEED_STEPS = ["seed_step1_nvcc_subprocess.log", "seed_step2_posix_stat.log", "seed_step3_fullgraph_disable.log"]
 

@@ -13,7 +13,7 @@ import fleetopt.paths  # noqa: F401  (makes the collection's module_utils import
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_logwatch import LogWatcher
 from fleetopt.classify import feed_whole
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 CAMPAIGN = ROOT / "docs" / "campaigns" / "h200-sglang-0.5.16"
 SPEC = yaml.safe_load((ROOT / "library" / "engines" / "sglang.yml").read_text())
 LAUNCHED = sorted(path for path in (CAMPAIGN / "cells" / "localhost").glob("*.json")

@@ -1,6 +1,6 @@
 """The engines fleetopt knows are the adapters registered in module_utils/fleetopt_engines.py;
 every list of engine names elsewhere derives from that registry or is checked against it here
-(the CLI's: tests/unit/test_classify_cli.py)."""
+(the CLI's: tests/unit/controller/test_classify_cli.py)."""
 import importlib.util
 
 import pytest

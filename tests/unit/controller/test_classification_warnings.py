@@ -1,4 +1,4 @@
-"""A warning never kills a healthy server (issue 9), through LogWatcher and classify-log.
+"""A warning never kills a healthy server, through LogWatcher and classify-log.
 
 The fixtures (tests/fixtures/sglang/logs/warnings/, written by make_warning_fixtures.py) are
 healthy start-ups with warning lines of every kind that a broad signature could match:
@@ -16,7 +16,7 @@ from fleetopt import classify
 from fleetopt.classify import feed_whole
 from fleetopt.paths import engine_spec
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 WARNINGS = ROOT / "tests" / "fixtures" / "sglang" / "logs" / "warnings"
 SPEC = yaml.safe_load((ROOT / "library" / "engines" / "sglang.yml").read_text())
 HEALTHY_WITH_WARNINGS = sorted(p.name for p in WARNINGS.glob("*.log"))
