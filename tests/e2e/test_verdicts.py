@@ -91,7 +91,7 @@ def test_a_large_planted_loss_is_regressed_by_the_planted_three_quarters(summary
              and r["concurrency"] == 4 and (r.get("vs_baseline") or {}).get("output_throughput")]
     compared = row["vs_baseline"]["output_throughput"]
     # One request at a time instead of four: -75 %, less the client's own time between requests, the same for both.
-    assert -80 < compared["change_pct"] < -65 and compared["ci_high_pct"] < 0, compared
+    assert -78 < compared["change_pct"] < -71 and compared["ci_high_pct"] < 0, compared
 
 
 def test_each_level_records_its_precision_and_the_clients_cost(summary):
