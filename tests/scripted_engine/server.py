@@ -52,7 +52,8 @@ import scripted_process  # noqa: E402  (tests/: the GPU memory file of fake_nvid
 
 VLLM_LOG = os.path.join(os.path.dirname(HERE), "fixtures", "vllm", "startup-compiled-0.32.0.log")
 STAMP = re.compile(r"(\d\d-\d\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)")
-READY = re.compile(r"Application startup complete\.|The server is fired up and ready to roll!")
+# The ready line: SGLang's follows Uvicorn's "Application startup complete." (after its own warm-up request).
+READY = (re.compile(r"The server is fired up and ready to roll!"), re.compile(r"Application startup complete\."))
 SHUTDOWN = re.compile(r"\[shutdown\]|Shutting down|Waiting for application shutdown|Application shutdown complete")
 
 
@@ -168,7 +169,8 @@ class Engine(object):
         """The captured log up to its ready line, each with its delay; and the log's shutdown lines."""
         with open(self.scenario.get("log", VLLM_LOG), encoding="utf-8", errors="replace") as handle:
             lines = handle.read().splitlines()
-        ready = next(i for i, line in enumerate(lines) if READY.search(line))
+        pattern = next(p for p in READY if any(p.search(line) for line in lines))
+        ready = next(i for i, line in enumerate(lines) if pattern.search(line))
         self.shutdown_lines = [line for line in lines[ready + 1:] if SHUTDOWN.search(line)]
         stamps = []
         for line in lines[:ready + 1]:
@@ -216,7 +218,7 @@ class Engine(object):
                 self.crash() if self.fail.get("kind", "crash") == "crash" else self.hang()
             line = self.rewrite(line)
             if not serving and ("Starting vLLM server on http" in line or line.startswith("INFO:     Started server process")
-                                or "Uvicorn running on" in line or READY.search(line)):
+                                or "Uvicorn running on" in line or any(p.search(line) for p in READY)):
                 self.serve()
                 serving = True
             self.say(line)
