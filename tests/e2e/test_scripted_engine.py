@@ -5,6 +5,7 @@ well as vLLM's, a planted crash is classified from the captured crash log it pri
 vLLM's own benchmark client measures."""
 import json
 
+import pytest
 import yaml
 
 from helpers import ROOT, free_port, pid_gone, processes_listening_as
@@ -43,15 +44,19 @@ def test_a_vllm_start_states_the_flags_it_was_given_and_a_stop_ends_it(scripted_
     assert pid_gone(pid) and processes_listening_as(port) == []
 
 
-def test_an_sglang_start_up_replays_to_ready_and_a_planted_crash_is_classified(scripted_engine, local_engine,
-                                                                                  tmp_path):
-    healthy = scripted_engine(log=str(SGLANG_LOGS / "healthy_0.5.10_1gpu_piecewise.log"))
-    args = server_args(healthy, "sglang", local_engine["model"], tmp_path / "healthy", free_port(), {})
+@pytest.mark.parametrize("log", ["healthy_0.5.10_1gpu_piecewise.log", "h200/call2-main.log"])
+def test_an_sglang_start_up_replays_to_ready(scripted_engine, local_engine, tmp_path, log):
+    healthy = scripted_engine(log=str(SGLANG_LOGS / log))
+    args = server_args(healthy, "sglang", local_engine["model"], tmp_path, free_port(), {})
     started = run_module("fleetopt_server", args)
     assert started["server"]["status"] == "ready", started
-    assert started["server"]["effective"]["settings"]["max_running_requests"] == 64
+    # What the captured log states the server runs is read from it, as from the real server.
+    assert started["server"]["effective"]["settings"], started["server"]["effective"]
     run_module("fleetopt_server", dict(args, state="stopped"))
+    assert pid_gone(started["server"]["pid"])
 
+
+def test_a_planted_sglang_crash_is_classified_from_the_captured_crash_log(scripted_engine, local_engine, tmp_path):
     # The captured CUDA-graph capture OOM, printed where the healthy log starts its capture.
     crashing = scripted_engine(log=str(SGLANG_LOGS / "healthy_0.5.10_1gpu_piecewise.log"),
                                fail={"kind": "crash", "at": "Capture cuda graph begin",
