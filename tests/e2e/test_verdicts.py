@@ -1,11 +1,11 @@
-"""Verdicts on the real engine that hold when the campaign runs again: one campaign of the
-embedded default's design (two launches per variant in ABBA order, A/A, sequential trials, the
-launch as the unit of replication) with the large effect planted at concurrency 4
-(tests/fixtures/planted_effects.yml). The baseline
-against itself is never a change; the large loss is `regressed` (or, on a host whose A/A cannot
-show equivalence, `inconclusive` with its own comparison `regressed`).
-tests/benchmarks/verdicts_hold.py repeats the campaign with the small planted effect as well and
-counts; CI's 90 minutes carry one campaign of the A/A and the large effect."""
+"""The verdicts the measurement design must reach: one campaign of the embedded default's design (two launches per
+variant in ABBA order, A/A, sequential trials, the launch as the unit of replication) with the large effect planted
+at concurrency 4 (tests/fixtures/planted_effects.yml: one sequence per step, `--max-num-seqs 1`).
+
+On the scripted engine (tests/scripted_engine), which serves at most --max-num-seqs requests at once with a set time
+per token: the planted loss is exactly three quarters of the output throughput at c=4 (one request served at a time
+instead of four), and the baseline equals itself, so the A/A shows equivalence and the loss is `regressed` on any
+host. How the verdicts hold on the real engine under a host's noise is tests/benchmarks/verdicts_hold.py's to count."""
 import json
 
 import pytest
@@ -13,6 +13,7 @@ import yaml
 
 from e2e.conftest import isolated, run_fleetopt
 from helpers import ROOT, bench_clients_under, free_port
+from scripted_engine import engine_python, launches
 
 PLANTED = yaml.safe_load((ROOT / "tests" / "fixtures" / "planted_effects.yml").read_text())
 # The embedded default's design, without its capacity search: the verdicts are taken at the planted level.
@@ -20,17 +21,26 @@ DESIGN = {"campaign_launches": 2, "campaign_bench_max_trials": 3, "campaign_benc
           "campaign_capacity_search_levels": 0}
 
 
+# 5 ms a token: a request of the default's 64 output tokens takes about 0.33 s once scheduled.
+SCENARIO = {"per_token_s": 0.005, "ttft_s": 0.01}
+
+
 @pytest.fixture(scope="module")
 def summary(tmp_path_factory, local_engine):
     base = tmp_path_factory.mktemp("verdicts")
+    scenario = dict(SCENARIO, launches_file=str(base / "launches"))
+    python = engine_python(base / "engine", scenario, local_engine["real_python"])
     optimizations = [dict({k: v for k, v in o.items() if k != "expect"}, tier=9) for o in PLANTED["optimizations"]
                      if o["id"] == "planted_large"]
     rc, output = run_fleetopt(
         "run", "--only", ",".join(o["id"] for o in optimizations), "--aa",
         *isolated(base, free_port(), "e2e-verdicts", trials=2, concurrency=PLANTED["settings"]["campaign_bench_concurrency"],
-                  design=DESIGN),
+                  design=DESIGN, engine_python=python),
         "-e", json.dumps({"campaign_extra_optimizations": optimizations}))
     assert rc == 0, output[-4000:]
+    # Six launches, the planted variant's with the planted flag: what the scripted engine served is what was planted.
+    seqs = [flags.get("--max-num-seqs") for _, flags in launches(scenario)]
+    assert sorted(seqs, key=str) == ["1", "1"] + [None] * 4, seqs
     return json.loads((base / "results" / "e2e-verdicts" / "summary.json").read_text()), base, output
 
 
@@ -63,32 +73,25 @@ def test_every_variant_ran_twice_in_counterbalanced_order_and_the_report_says_so
             assert compared["rounds_blocked"] is True and compared["interval_df"] <= 2, row
 
 
-def test_the_baseline_against_itself_is_never_a_change_that_any_verdict_stands_on(summary):
+def test_the_baseline_against_itself_is_neutral_and_the_a_a_gate_holds_nothing_back(summary):
     data, _, _ = summary
     aa = variant(data, "baseline_aa")
     floor = data["noise_floor"]
     assert floor and floor[0]["verdict"] == aa["verdict"] and floor[0]["reason"]
-    if aa["verdict"] in PLANTED["aa_expect"]:
-        return
-    # A host whose load drifts non-linearly over the campaign (the A/A runs mid-campaign, the
-    # baseline at both ends) can differ from itself: seen once here, +22.8 % [+1.1, +44.5] while
-    # the 2 cores were shared. Counterbalancing cancels only a linear drift. Then the A/A gate
-    # must hold back every verdict of that host: none of its comparisons may stand.
+    assert aa["verdict"] == "neutral", aa
     gate = next(h for h in data["aa"] if h["host"] == aa["host"])
-    assert gate["gate"] and aa["verdict"] in gate["gate"], gate
-    for row in data["variants"]:
-        if row["host"] == aa["host"] and row["variant"] not in ("baseline", "baseline_aa"):
-            assert row["verdict"] == "inconclusive" and "A/A" in row["verdict_reason"], row
+    assert gate["gate"] is None, gate
 
 
-def test_a_large_planted_loss_is_regressed(summary):
+def test_a_large_planted_loss_is_regressed_by_the_planted_three_quarters(summary):
     data, _, _ = summary
     large = variant(data, "planted_large")
-    gate = next(h for h in data["aa"] if h["host"] == large["host"])
-    if gate["gate"] is None:
-        assert large["verdict"] in expected("planted_large"), large
-    else:  # the host could not show its baseline equals itself: nothing it measured is a verdict
-        assert large["verdict"] == "inconclusive" and large["verdict_before_aa"] in expected("planted_large"), large
+    assert large["verdict"] == "regressed" and large["verdict"] in expected("planted_large"), large
+    [row] = [r for r in data["cells"] if r["variant"] == "planted_large" and r["status"] == "ok"
+             and r["concurrency"] == 4 and (r.get("vs_baseline") or {}).get("output_throughput")]
+    compared = row["vs_baseline"]["output_throughput"]
+    # One request at a time instead of four: -75 %, less the client's own time between requests, the same for both.
+    assert -78 < compared["change_pct"] < -71 and compared["ci_high_pct"] < 0, compared
 
 
 def test_each_level_records_its_precision_and_the_clients_cost(summary):
