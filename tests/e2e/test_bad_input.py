@@ -7,7 +7,6 @@ import pytest
 from e2e.conftest import run_playbook
 from helpers import ForeignListener, free_port
 
-pytestmark = pytest.mark.load_tolerant
 
 
 def campaign_args(tmp_path, port, *extra):

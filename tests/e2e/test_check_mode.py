@@ -4,7 +4,6 @@ import pytest
 
 from e2e.conftest import run_playbook
 
-pytestmark = pytest.mark.load_tolerant
 
 
 def test_check_mode_says_what_it_would_do_and_starts_nothing(tmp_path, local_engine):

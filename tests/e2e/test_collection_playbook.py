@@ -11,7 +11,6 @@ from collection_build import BIN, build_and_install, outside_env
 from e2e.conftest import local_server_env
 from helpers import free_port
 
-pytestmark = pytest.mark.load_tolerant
 
 PLAYBOOK = """
 - name: Benchmark the local engine once

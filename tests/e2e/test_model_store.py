@@ -13,7 +13,6 @@ import pytest
 
 from helpers import ROOT
 
-pytestmark = pytest.mark.load_tolerant
 
 PLAY = """
 - name: Make sure the model is there

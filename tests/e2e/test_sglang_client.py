@@ -41,7 +41,6 @@ from e2e.conftest import local_server_args
 from helpers import FIXTURES, free_port
 from module_runner import run_module
 
-pytestmark = pytest.mark.load_tolerant
 
 _spec = importlib.util.spec_from_file_location("sglang_client_provision", FIXTURES / "sglang" / "client" / "provision.py")
 provision = importlib.util.module_from_spec(_spec)
