@@ -3,12 +3,16 @@ resolve, and what would decide the rest.
 
 The play's last lines, the top of report.md and the top of report.html all show these sentences; they only shape them.
 What would decide the rest is chosen from the A/A's own data: where the launch means spread more than their own trials
-explain, more trials cannot help; the launches that would resolve the campaign's minimum effect are estimated from
-what the host resolves now (an interval narrows with the square root of the launches), and past a few of them only
-another host (quieter, or with a GPU) would.
+explain, more trials cannot help. The launches per variant that would resolve the campaign's minimum effect are
+planned from the launch-to-launch spread the A/A measured, as the report will judge them (launch means, the spread
+pooled over the host's configurations with each round's shift taken out, the equivalence interval's t quantile): the
+fewest launches with which an A/A of a host that noisy comes out neutral 4 times in 5. Past a few of them only another
+host (quieter, or with a GPU) would.
 """
 import math
 import textwrap
+
+from scipy import stats
 
 from fleetopt.summary import AA_VARIANT, BASELINE
 from fleetopt.verdict_metrics import CAPACITY
@@ -23,6 +27,9 @@ VERDICT_WORDS = (
 # Launches per variant that a campaign can still be asked for; past that, the host itself has to change.
 PRACTICAL_LAUNCHES = 8
 NO_BREAK = "\u00a0"
+# How often a planned A/A should come out neutral: the normal quantile that leaves (1 - 0.8) / 2 on each side.
+PLAN_QUANTILE = 1.2816
+MOST_LAUNCHES = 1000
 
 
 def _pct(value):
@@ -147,8 +154,10 @@ def trial_cv_pct(rows, metric):
 
 
 def noise_of(summary, host):
-    """What the host's A/A says about where its noise is: {concurrency, launches, launch_cv_pct (None with one launch
-    per configuration: then aa_change_pct, the A/A's two launches apart), trial_cv_pct}; None without a measured A/A."""
+    """What the host's A/A says about where its noise is, at its noisiest level: {concurrency, launches,
+    configurations (launched more than once there), eq_confidence, trials_per_launch, launch_cv_pct (None with one
+    launch per configuration: then aa_change_pct, the A/A's two launches apart), trial_cv_pct}; None without a
+    measured A/A."""
     level = _aa_level(summary, host)
     if level is None:
         return None
@@ -159,27 +168,51 @@ def noise_of(summary, host):
         return None
     compared = (aa.get("vs_baseline") or {}).get(metric) or {}
     launches = max(aa.get("launches") or 1, 1)
-    return {"concurrency": level["concurrency"], "launches": launches,
+    launched = [r for r in summary.get("cells") or [] if r["host"] == host and r["concurrency"] == level["concurrency"]
+                and r["status"] == "ok" and (r.get("launches") or 1) > 1]
+    return {"concurrency": level["concurrency"], "launches": launches, "configurations": len(launched),
+            "eq_confidence": compared.get("eq_confidence") or level.get("eq_confidence") or 0.9,
             "trials_per_launch": max((aa.get("trials") or launches) / float(launches), 1.0),
             "launch_cv_pct": compared.get("launch_cv_pct"), "aa_change_pct": level.get("change_pct"),
             "trial_cv_pct": trial_cv_pct([aa, base], metric)}
 
 
-def launches_to_resolve(resolves, minimum, launches):
-    """Launches per variant that would resolve `minimum`, from what `launches` resolve now."""
-    return max(launches + 1, int(math.ceil(launches * (resolves / minimum) ** 2)))
+def launches_to_resolve(launch_cv_pct, minimum_pct, configurations, eq_confidence=0.9):
+    """The fewest launches per configuration (at most MOST_LAUNCHES) with which an A/A on a host whose launch means
+    spread by `launch_cv_pct` shows equivalence within `minimum_pct` 4 times in 5: the difference of two means of L
+    launch means, with (configurations - 1)(L - 1) degrees of freedom (rounds as blocks), its equivalence interval's
+    half-width plus the A/A's own scatter inside the band."""
+    spread = math.sqrt(math.log1p((launch_cv_pct / 100.0) ** 2))
+    band = math.log1p(minimum_pct / 100.0)
+    for launches in range(2, MOST_LAUNCHES + 1):
+        df = max(configurations - 1, 1) * (launches - 1)
+        quantile = float(stats.t.ppf(1 - (1 - eq_confidence) / 2, df))
+        if (quantile + PLAN_QUANTILE) * spread * math.sqrt(2.0 / launches) <= band:
+            return launches
+    return None
+
+
+def launch_spread(noise):
+    """The CV (%) of one launch's mean to plan launches with: the launch-to-launch spread the A/A measured (with one
+    launch per configuration, its two launches' difference over sqrt(2)), and at least what the launch's own trials
+    make of it, as the report judges a launch mean (stats.launch_mean_floor); None where neither was measured."""
+    spread = noise["launch_cv_pct"]
+    if spread is None and noise["aa_change_pct"] is not None:
+        spread = abs(noise["aa_change_pct"]) / math.sqrt(2.0)
+    floor = None if noise["trial_cv_pct"] is None else noise["trial_cv_pct"] / math.sqrt(noise["trials_per_launch"])
+    known = [value for value in (spread, floor) if value is not None]
+    return max(known) if known else None
 
 
 def where_noise(noise):
     """'launch' where the launch means spread more than their own trials explain (more trials cannot narrow that),
     'trial' where a launch's trials are most of it, None where the A/A cannot tell (one trial per launch)."""
-    trial, per_launch = noise["trial_cv_pct"], noise["trials_per_launch"]
-    spread = noise["launch_cv_pct"]
+    trial, spread = noise["trial_cv_pct"], noise["launch_cv_pct"]
     if spread is None and noise["aa_change_pct"] is not None:
         spread = abs(noise["aa_change_pct"]) / math.sqrt(2.0)  # two launch means apart: sqrt(2) launch spreads
     if trial is None or spread is None:
         return None
-    from_trials = trial / math.sqrt(per_launch)
+    from_trials = trial / math.sqrt(noise["trials_per_launch"])
     from_launch = math.sqrt(max(spread ** 2 - from_trials ** 2, 0.0))
     return "launch" if from_launch >= from_trials else "trial"
 
@@ -193,12 +226,17 @@ def _spread_words(noise):
                                                                   noise["concurrency"])
 
 
-def _elsewhere(gpus):
+def _other_hosts(gpus):
+    """The hosts that would resolve more than this one, by whether it has a GPU (None: not known)."""
     if gpus == 0:
-        return "a quieter host (nothing else on its cores) or a GPU host"
+        return ["a quieter host (nothing else on its cores)", "a GPU host"]
     if gpus is None:
-        return "a quieter host, or a GPU host if this one has none"
-    return "a quieter host (nothing else running on it)"
+        return ["a quieter host", "a GPU host if this one has none"]
+    return ["a quieter host (nothing else running on it)"]
+
+
+def _either(options):
+    return options[0] if len(options) == 1 else "%s or %s" % (", ".join(options[:-1]), options[-1])
 
 
 def _host_advice(summary, host):
@@ -214,24 +252,33 @@ def _host_advice(summary, host):
         if summary["settings"].get("verdict_metric") == CAPACITY and not summary["settings"].get("slo"):
             return "set SLOs (campaign_slo, or `fleetopt report --slo`) so that %s's capacity can be judged" % name
         return "an A/A measured at every level, two trials or more, would tell what %s resolves" % name
+    rejudge = "meanwhile `fleetopt report results/%s --min-effect %.1f` judges this campaign at what %s resolves" % (
+        summary.get("campaign"), resolves, name)
     noise = noise_of(summary, name)
     launches = noise["launches"] if noise else planned
     if resolves <= minimum:
-        return ("%s resolves the minimum effect, so its inconclusive verdicts lie close to it: more launches "
+        return ("on %s the A/A resolves the minimum effect, so what is left open is the variants' own: an effect "
+                "near the minimum effect, or a spread of their own wider than the baseline's; more launches "
                 "(campaign_launches: %d) narrow their intervals" % (name, 2 * launches))
     where = where_noise(noise) if noise else None
-    needed = launches_to_resolve(resolves, minimum, launches)
-    practical = needed <= PRACTICAL_LAUNCHES
-    elsewhere = _elsewhere(_gpus(summary, name))
+    spread = launch_spread(noise) if noise else None
+    if spread is None:
+        options = ["more launches (campaign_launches: %d)" % (2 * launches)] + _other_hosts(_gpus(summary, name))
+        return "on %s %s would narrow the intervals; %s" % (name, _either(options), rejudge)
+    needed = launches_to_resolve(spread, minimum, max(noise["configurations"], 2), noise["eq_confidence"])
+    needed = needed and max(needed, launches + 1)
+    practical = needed is not None and needed <= PRACTICAL_LAUNCHES
+    many = "about %d launches" % needed if needed else "more than %d launches" % MOST_LAUNCHES
+    others = _other_hosts(_gpus(summary, name))
     if where == "launch":
         text = "on %s %s, so more trials will not help" % (name, _spread_words(noise))
         text += (", more launches will: about %d per variant (campaign_launches: %d) would resolve %s" % (
             needed, needed, _pct(minimum)) if practical else
-            ", and resolving %s would take about %d launches per variant: %s would" % (
-                _pct(minimum), needed, elsewhere) + " resolve more")
+            ", and resolving %s would take %s per variant: %s would resolve more" % (_pct(minimum), many,
+                                                                                      _either(others)))
     elif where == "trial":
-        text = "on %s %s, so %s or more trials per launch (campaign_bench_trials) would narrow the intervals" % (
-            name, _spread_words(noise), elsewhere)
+        text = "on %s %s, so %s would narrow the intervals" % (
+            name, _spread_words(noise), _either(["more trials per launch (campaign_bench_trials)"] + others))
         if practical:
             text += "; about %d launches per variant (campaign_launches: %d) would resolve %s" % (
                 needed, needed, _pct(minimum))
@@ -239,10 +286,9 @@ def _host_advice(summary, host):
         text = "on %s about %d launches per variant (campaign_launches: %d) would resolve %s" % (
             name, needed, needed, _pct(minimum))
     else:
-        text = "on %s resolving %s would take about %d launches per variant: %s would resolve more" % (
-            name, _pct(minimum), needed, elsewhere)
-    return "%s; meanwhile `fleetopt report results/%s --min-effect %.1f` judges this campaign at what %s resolves" % (
-        text, summary.get("campaign"), resolves, name)
+        text = "on %s resolving %s would take %s per variant: %s would resolve more" % (
+            name, _pct(minimum), many, _either(others))
+    return "%s; %s" % (text, rejudge)
 
 
 def next_sentence(summary):
