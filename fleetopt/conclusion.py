@@ -80,13 +80,12 @@ def decided_sentence(summary):
         if len(hosts) > 1:
             what = "%d verdicts (optimizations on %d hosts)" % (len(variants), len(hosts))
         text = "Of %s, %s" % (what, _count_words(counts, notes))
-    proposal = summary.get("recommendation") or {}
-    stack = proposal.get("stack") or []
-    if stack:
-        text += "; recommended: %s (%s)." % (", ".join(stack), proposal.get("status"))
-    else:
-        text += "; nothing to recommend: keep the baseline."
-    return text
+    proposal = summary.get("recommendation")
+    if proposal is None:  # a summary read before its recommendation was made
+        return text + "."
+    if proposal.get("stack"):
+        return text + "; recommended: %s (%s)." % (", ".join(proposal["stack"]), proposal.get("status"))
+    return text + "; nothing to recommend: keep the baseline."
 
 
 def _gpus(summary, host):

@@ -91,7 +91,7 @@ def test_judged_at_what_the_host_resolves_every_verdict_is_decided_and_the_end_s
 
 
 def test_without_an_aa_nothing_says_what_the_host_resolves_and_the_end_asks_for_one(tmp_path, capsys):
-    summary, markdown, _html, _printed = run_report(kept_campaign(tmp_path, drop=("baseline_aa",)), capsys)
+    summary, markdown, html, _printed = run_report(kept_campaign(tmp_path, drop=("baseline_aa",)), capsys)
     decided, resolves, rest = conclusion.conclusion(summary)
     assert decided == ("Of 6 optimizations, 1 regressed, 1 crashed, 3 not applicable and 1 inconclusive; nothing to "
                        "recommend: keep the baseline.")
@@ -99,6 +99,8 @@ def test_without_an_aa_nothing_says_what_the_host_resolves_and_the_end_asks_for_
     assert rest == ("To decide the rest: run with the A/A (without `-e aa=false`) to learn what localhost resolves; "
                     "more launches (campaign_launches: 4) narrow every interval.")
     assert markdown.split("\n")[2] == " ".join([decided, resolves, rest])
+    # report.html sets what the Markdown puts in backticks as code.
+    assert "On localhost no A/A ran (<code>-e aa=false</code>), so nothing says" in html
 
 
 def test_a_crashed_variant_is_decided_and_leaves_nothing_to_decide_even_under_the_gate(tmp_path, capsys):
@@ -199,7 +201,9 @@ def test_the_decided_sentence_counts_every_verdict(counts, held, expected):
             if verdict == "inconclusive" and before:
                 entry["verdict_before_aa"] = before.pop()
             variants.append(entry)
-    assert conclusion.decided_sentence({"variants": variants}) == expected + "; nothing to recommend: keep the baseline."
+    assert conclusion.decided_sentence({"variants": variants}) == expected + "."
+    assert conclusion.decided_sentence({"variants": variants, "recommendation": {"stack": []}}) == \
+        expected + "; nothing to recommend: keep the baseline."
 
 
 def test_every_host_gets_its_own_clause_and_its_own_advice():
@@ -250,7 +254,7 @@ def test_where_the_aa_resolves_the_minimum_effect_what_is_left_open_is_the_varia
     summary = build_summary(tmp_path / "quiet", cells, min_effect_pct=5.0)
     assert summary["aa"][0]["gate"] is None and summary["aa"][0]["resolves_pct"] <= 5.0
     decided, resolves, rest = conclusion.conclusion(summary)
-    assert decided.startswith("Of 1 optimization, 1 inconclusive;") and resolves.endswith("so its verdicts stand.")
+    assert decided == "Of 1 optimization, 1 inconclusive." and resolves.endswith("so its verdicts stand.")
     assert rest == ("To decide the rest: on cpu the A/A resolves the minimum effect, so what is left open is the "
                     "variants' own: an effect near the minimum effect, or a spread of their own wider than the "
                     "baseline's; more launches (campaign_launches: 2) narrow their intervals.")
