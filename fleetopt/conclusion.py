@@ -250,7 +250,8 @@ def _host_advice(summary, host):
     if resolves is None:
         if summary["settings"].get("verdict_metric") == CAPACITY and not summary["settings"].get("slo"):
             return "set SLOs (campaign_slo, or `fleetopt report --slo`) so that %s's capacity can be judged" % name
-        return "an A/A measured at every level, two trials or more, would tell what %s resolves" % name
+        return "an A/A that measures every level with two trials or more (this one was %s) would tell what %s resolves" % (
+            host.get("verdict") or "not made", name)
     rejudge = "meanwhile `fleetopt report results/%s --min-effect %.1f` judges this campaign at what %s resolves" % (
         summary.get("campaign"), resolves, name)
     noise = noise_of(summary, name)

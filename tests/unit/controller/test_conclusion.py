@@ -258,3 +258,26 @@ def test_where_the_aa_resolves_the_minimum_effect_what_is_left_open_is_the_varia
     assert rest == ("To decide the rest: on cpu the A/A resolves the minimum effect, so what is left open is the "
                     "variants' own: an effect near the minimum effect, or a spread of their own wider than the "
                     "baseline's; more launches (campaign_launches: 2) narrow their intervals.")
+
+
+def test_an_aa_that_tells_no_resolution_says_why_and_what_would_tell_it(tmp_path):
+    quiet = (1.0, 1.003, 0.997)
+    measured = [cell(v, host="cpu", provenance=CPU_HOST, levels=trials(1, *(100.0 * f for f in quiet)))
+                for v in ("baseline", "v")]
+    crashed = cell("baseline_aa", host="cpu", status="crashed", provenance=CPU_HOST,
+                   failure={"failure_class": "cuda_oom"}, reason="the server ran out of memory")
+    decided, resolves, rest = conclusion.conclusion(build_summary(tmp_path / "crash", measured + [crashed]))
+    assert decided == "Of 1 optimization, 1 inconclusive (the A/A gate held back 1 neutral)."
+    assert resolves == ("On cpu the A/A was crashed and tells no smallest change it resolves, and the A/A gate held "
+                        "its verdicts back.")
+    assert rest == ("To decide the rest: an A/A that measures every level with two trials or more (this one was "
+                    "crashed) would tell what cpu resolves.")
+    # On capacity without SLOs there is nothing to judge: the end asks for SLOs.
+    summary = build_summary(tmp_path / "capacity", measured + [cell("baseline_aa", host="cpu", provenance=CPU_HOST,
+                                                                    levels=trials(1, *(100.0 * f for f in quiet)))],
+                            verdict_metric="capacity")
+    decided, resolves, rest = conclusion.conclusion(summary)
+    assert resolves == ("On cpu the A/A on capacity was inconclusive (a smallest resolvable change is not computed on "
+                        "capacity), and the A/A gate held its verdicts back.")
+    assert rest == ("To decide the rest: set SLOs (campaign_slo, or `fleetopt report --slo`) so that cpu's capacity "
+                    "can be judged.")
