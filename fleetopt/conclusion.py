@@ -37,7 +37,7 @@ def _pct(value):
 
 
 def _count_words(counts, notes):
-    """'2 improved, 1 crashed and 3 inconclusive (all held back by the A/A gate)' from {verdict: count}."""
+    """'2 improved, 1 crashed and 3 inconclusive (the A/A gate held back 1 regressed)' from {verdict: count}."""
     counts = dict(counts)
     parts = []
     for key, word in VERDICT_WORDS:
