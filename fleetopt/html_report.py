@@ -16,6 +16,7 @@ from fleetopt.steal import steal_text
 import yaml
 
 from fleetopt.capacity_verdict import METRIC as CAPACITY, capacity_rules
+from fleetopt.conclusion import conclusion
 from fleetopt.formatting import (against_own_baseline, at_level, fmt, fmt_capacity, fmt_capacity_against,
                                  fmt_capacity_range, fmt_change, fmt_goodput, fmt_interval, fmt_mean_ci, fmt_money, fmt_pct, fmt_slo)
 from fleetopt.files import write_atomically
@@ -46,6 +47,11 @@ def fmt_p(comparison):
 
 def shell_command(argv):
     return shlex.join(str(a) for a in argv) if argv else ""
+
+
+def code_spans(sentence):
+    """[(text, is_code)] of a sentence whose `commands` are in backticks, for the template to set in <code>."""
+    return [(part, bool(i % 2)) for i, part in enumerate(sentence.split("`")) if part]
 
 
 def first_cell_per_host(cells):
@@ -150,6 +156,7 @@ def render_html(summary, cells):
                for plot_id, title, caption in PLOTS]
     return environment().get_template("report.html.j2").render(
         summary=summary, facts=campaign_facts(summary, cells), hosts=host_hardware(cells),
+        conclusion=[code_spans(sentence) for sentence in conclusion(summary)],
         verdicts=verdict_rows(summary), counts=verdict_counts(summary), figures=figures,
         design=describe_design((summary.get("settings") or {}).get("design")),
         unit=UNITS_OF_REPLICATION.get((summary.get("settings") or {}).get("unit_of_replication")),

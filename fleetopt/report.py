@@ -15,6 +15,7 @@ import yaml
 from tabulate import tabulate
 
 from fleetopt.capacity_verdict import METRIC as CAPACITY, capacity_rules
+from fleetopt.conclusion import conclusion_text
 from fleetopt.cost import power_text
 from fleetopt.files import write_atomically
 from fleetopt.formatting import (against_own_baseline, at_level, fmt, fmt_capacity, fmt_capacity_against, fmt_capacity_range,
@@ -31,6 +32,9 @@ from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engine 
 
 VERDICT_DEFAULTS = {"metric": "output_throughput", "confidence": stats.DEFAULT_CONFIDENCE,
                     "min_effect_pct": stats.DEFAULT_MIN_EFFECT_PCT}
+
+# The play's last lines are wrapped to this width; the report files leave wrapping to their reader.
+TERMINAL_WIDTH = 100
 
 CSV_METRICS = ("output_throughput", "total_throughput", "mean_ttft_ms", "p99_ttft_ms", "mean_itl_ms")
 
@@ -369,6 +373,8 @@ def render_markdown(summary, cells):
     lines = [
         "# fleetopt campaign %s" % summary["campaign"],
         "",
+        conclusion_text(summary),
+        "",
     ] + ([
         "## Recommendation",
         "",
@@ -497,6 +503,7 @@ def main(args):
     print("\nrecommendation (%s): %s" % (proposal["status"], ", ".join(proposal["stack"]) or "the baseline"))
     print("  %s" % (campaign_dir / "recommended.yml"))
     print("\nreport: %s" % (campaign_dir / "report.md"))
+    print("\n" + conclusion_text(summary, width=TERMINAL_WIDTH))
     troubled = troubled_hosts(campaign_dir)
     for host, status, reason in troubled:
         print("fleetopt: host %s is %s: %s" % (host, status, reason), file=sys.stderr)

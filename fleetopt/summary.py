@@ -443,6 +443,16 @@ def noise_floor(rows, verdict_metric, summaries=()):
     return floor
 
 
+def host_gpus(cells):
+    """{host: its GPU count as its cells' provenance recorded it}; a host none recorded it for is left out."""
+    found = {}
+    for cell in cells:
+        count = ((cell.get("provenance") or {}).get("host") or {}).get("gpu_count")
+        if count is not None:
+            found.setdefault(cell["host"], count)
+    return found
+
+
 def build_summary(campaign_dir, cells, verdict_metric="output_throughput", confidence=stats.DEFAULT_CONFIDENCE,
                   min_effect_pct=stats.DEFAULT_MIN_EFFECT_PCT, slo=None, cost_per_host_hour=None):
     """`slo` None: the SLOs the cells were measured under (campaign_slo); a mapping judges capacity under it.
@@ -468,6 +478,7 @@ def build_summary(campaign_dir, cells, verdict_metric="output_throughput", confi
         "fleetopt_revision": provenance.get("fleetopt_revision"),
         "generated_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "hosts": hosts,
+        "host_gpus": host_gpus(cells),
         "settings": {"verdict_metric": verdict_metric, "confidence": confidence, "min_effect_pct": min_effect_pct,
                      "multiple_comparisons": "bonferroni", "design": campaign_design(cells),
                      "unit_of_replication": unit_of_replication(rows),

@@ -4,6 +4,7 @@
 (the report itself is not touched; its CSP forbids scripts) measures the rendered plots in
 an iframe; a screenshot, cut at those measurements, shows every plot is really drawn.
 """
+import html
 import json
 import re
 
@@ -12,7 +13,7 @@ import numpy as np
 import pytest
 
 from browser.synthetic_campaign import EXPECTED_VERDICTS, synthetic_campaign
-from fleetopt import html_report, plots
+from fleetopt import conclusion, html_report, plots
 
 pytestmark = pytest.mark.browser
 
@@ -31,6 +32,7 @@ window.addEventListener("load", function () {
     out.figures[f.id] = svg ? box(svg) : null;
   });
   out.verdictTable = box(doc.getElementById("verdict-table"));
+  out.conclusion = box(doc.getElementById("conclusion"));
   out.verdictRows = Array.prototype.map.call(doc.querySelectorAll("#verdict-table tr.verdict-row"),
     function (tr) { return [tr.dataset.variant, tr.dataset.verdict, tr.getBoundingClientRect().height]; });
   document.getElementById("measured").textContent = JSON.stringify(out);
@@ -54,12 +56,22 @@ def crop(pixels, rect):
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory):
-    campaign, summary, cells = synthetic_campaign(tmp_path_factory.mktemp("browser"))
-    return html_report.write_html_report(campaign, summary, cells)
+def campaign(tmp_path_factory):
+    return synthetic_campaign(tmp_path_factory.mktemp("browser"))
 
 
-def test_the_dom_has_the_four_plots_and_every_verdict(report, chromium):
+@pytest.fixture(scope="module")
+def summary(campaign):
+    return campaign[1]
+
+
+@pytest.fixture(scope="module")
+def report(campaign):
+    folder, summary, cells = campaign
+    return html_report.write_html_report(folder, summary, cells)
+
+
+def test_the_dom_has_the_four_plots_and_every_verdict(report, summary, chromium):
     dom = chromium(report.as_uri(), "--dump-dom")
     for plot_id in PLOT_IDS:
         figure = re.search(r'<figure class="plot" id="%s"[^>]*>(.*?)</figure>' % plot_id, dom, re.S)
@@ -68,6 +80,8 @@ def test_the_dom_has_the_four_plots_and_every_verdict(report, chromium):
     rows = dict(re.findall(r'<tr class="verdict-row" data-variant="([^"]+)" data-verdict="([^"]+)">', dom))
     assert rows == EXPECTED_VERDICTS
     assert 'id="noise-floor-table"' in dom and "<script" not in dom
+    said = re.search(r'<p id="conclusion" class="conclusion">(.*?)</p>', dom, re.S)
+    assert said and re.sub(r"</?code>", "`", html.unescape(said.group(1))) == " ".join(conclusion.conclusion(summary))
 
 
 def test_every_plot_and_verdict_row_renders_with_a_size(report, chromium):
@@ -81,6 +95,9 @@ def test_every_plot_and_verdict_row_renders_with_a_size(report, chromium):
         assert box and box[2] > 400 and box[3] > 150, (plot_id, box)
     assert [(v, d) for v, d, _ in measured["verdictRows"]] == list(EXPECTED_VERDICTS.items())
     assert all(height > 10 for _, _, height in measured["verdictRows"])
+    # The campaign's end is what a reader sees first: in the first screen, above the verdicts, at least two lines.
+    _left, top, width, height = measured["conclusion"]
+    assert top < 300 and top + height < measured["verdictTable"][1] and width > 600 and height > 30, measured["conclusion"]
 
     shot = report.parent / "report.png"
     chromium(report.as_uri(), "--window-size=%d,%d" % (WIDTH, HEIGHT), "--screenshot=%s" % shot)
