@@ -32,6 +32,9 @@ PLAN_QUANTILE = 1.2816
 MOST_LAUNCHES = 1000
 
 
+THIS_FOLDER = "<this campaign's folder>"
+
+
 def _pct(value):
     return "%.1f %%" % value
 
@@ -238,7 +241,7 @@ def _either(options):
     return options[0] if len(options) == 1 else "%s or %s" % (", ".join(options[:-1]), options[-1])
 
 
-def _host_advice(summary, host):
+def _host_advice(summary, host, folder):
     """What would decide this host's inconclusive verdicts, chosen by where its A/A says the noise is."""
     name, minimum = host["host"], summary["settings"]["min_effect_pct"]
     design = summary["settings"].get("design") or {}
@@ -252,8 +255,8 @@ def _host_advice(summary, host):
             return "set SLOs (campaign_slo, or `fleetopt report --slo`) so that %s's capacity can be judged" % name
         return "an A/A that measures every level with two trials or more (this one was %s) would tell what %s resolves" % (
             host.get("verdict") or "not made", name)
-    rejudge = "meanwhile `fleetopt report results/%s --min-effect %.1f` judges this campaign at what %s resolves" % (
-        summary.get("campaign"), resolves, name)
+    rejudge = "meanwhile `fleetopt report %s --min-effect %.1f` judges this campaign at what %s resolves" % (
+        folder or THIS_FOLDER, resolves, name)
     noise = noise_of(summary, name)
     launches = noise["launches"] if noise else planned
     if resolves <= minimum:
@@ -291,7 +294,7 @@ def _host_advice(summary, host):
     return "%s; %s" % (text, rejudge)
 
 
-def next_sentence(summary):
+def next_sentence(summary, folder=None):
     """What would decide the inconclusive verdicts, per host that has some; empty when none is inconclusive."""
     open_hosts = []
     for v in judged(summary):
@@ -300,22 +303,24 @@ def next_sentence(summary):
     if not open_hosts:
         return ""
     by_host = {h["host"]: h for h in summary.get("aa") or []}
-    advice = [_host_advice(summary, by_host.get(host) or {"host": host, "aa": False}) for host in sorted(open_hosts)]
+    advice = [_host_advice(summary, by_host.get(host) or {"host": host, "aa": False}, folder)
+              for host in sorted(open_hosts)]
     return "To decide the rest: %s." % "; ".join(advice)
 
 
-def conclusion(summary):
-    """The campaign's end as a list of two or three sentences."""
-    return [s for s in (decided_sentence(summary), resolves_sentence(summary), next_sentence(summary)) if s]
+def conclusion(summary, folder=None):
+    """The campaign's end as a list of two or three sentences; `folder`, the campaign's folder as the reader would
+    name it (none in the report files, which live in it)."""
+    return [s for s in (decided_sentence(summary), resolves_sentence(summary), next_sentence(summary, folder)) if s]
 
 
-def conclusion_text(summary, width=None):
+def conclusion_text(summary, width=None, folder=None):
     """The sentences as one paragraph; for a terminal (`width`), each sentence on lines of its own of at most that
     many columns."""
     if not width:
-        return " ".join(conclusion(summary))
+        return " ".join(conclusion(summary, folder))
     return "\n".join(textwrap.fill(_unbreakable(s), width, break_on_hyphens=False, break_long_words=False)
-                     .replace(NO_BREAK, " ") for s in conclusion(summary))
+                     .replace(NO_BREAK, " ") for s in conclusion(summary, folder))
 
 
 def _unbreakable(sentence):

@@ -503,7 +503,7 @@ def main(args):
     print("\nrecommendation (%s): %s" % (proposal["status"], ", ".join(proposal["stack"]) or "the baseline"))
     print("  %s" % (campaign_dir / "recommended.yml"))
     print("\nreport: %s" % (campaign_dir / "report.md"))
-    print("\n" + conclusion_text(summary, width=TERMINAL_WIDTH))
+    print("\n" + conclusion_text(summary, width=TERMINAL_WIDTH, folder=str(campaign_dir)))
     troubled = troubled_hosts(campaign_dir)
     for host, status, reason in troubled:
         print("fleetopt: host %s is %s: %s" % (host, status, reason), file=sys.stderr)

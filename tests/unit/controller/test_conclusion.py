@@ -70,7 +70,8 @@ def test_the_kept_gpu_campaign_says_the_gate_held_its_verdicts_back_and_what_wou
     assert needed > conclusion.PRACTICAL_LAUNCHES
     assert "more trials will not help, and resolving 5.0 %% would take about %d launches per variant" % needed in rest
     assert "a quieter host (nothing else running on it) would resolve more" in rest and "GPU host" not in rest
-    assert "`fleetopt report results/h200-sglang-0.5.16 --min-effect 48.5`" in rest
+    # A report file lives in the campaign's folder, wherever that was moved: it names no path.
+    assert "`fleetopt report <this campaign's folder> --min-effect 48.5`" in rest
 
 
 def test_judged_at_what_the_host_resolves_every_verdict_is_decided_and_the_end_says_so_everywhere(tmp_path, capsys):
@@ -223,11 +224,12 @@ def test_every_host_gets_its_own_clause_and_its_own_advice():
 
 def test_wrapped_for_a_terminal_a_number_keeps_its_unit_and_a_command_stays_whole():
     summary = json.loads((KEPT / "summary.json").read_text())
-    lines = conclusion.conclusion_text(summary, width=60).splitlines()
+    lines = conclusion.conclusion_text(summary, width=60, folder="/srv/results/h200").splitlines()
     assert len(lines) > 6 and all(len(line) <= 60 for line in lines if "`" not in line)
     assert not any(line.startswith("%") for line in lines)
-    assert any("`fleetopt report results/h200-sglang-0.5.16 --min-effect 48.5`" in line for line in lines)
-    assert " ".join(" ".join(lines).split()) == " ".join(conclusion.conclusion(summary))
+    # On the terminal the command names the folder the report was made from.
+    assert any("`fleetopt report /srv/results/h200 --min-effect 48.5`" in line for line in lines)
+    assert " ".join(" ".join(lines).split()) == " ".join(conclusion.conclusion(summary, folder="/srv/results/h200"))
 
 
 def test_with_one_launch_each_the_aas_two_launches_show_where_the_noise_is(tmp_path):
