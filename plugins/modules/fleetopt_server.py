@@ -489,7 +489,9 @@ import sys
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.fleetopt.campaign.plugins.module_utils import fleetopt_cache, fleetopt_follow, fleetopt_placement, fleetopt_process, fleetopt_supervisor
+from ansible_collections.fleetopt.campaign.plugins.module_utils import (
+    fleetopt_cache, fleetopt_follow, fleetopt_placement, fleetopt_process, fleetopt_supervisor,
+)
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engine import REDACTED, config_hash, redact_argv, redact_env, scrub_failure
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engines import ADAPTERS, get_adapter
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_gpu import GpuMemoryWatch, busy_gpus, memory_used
