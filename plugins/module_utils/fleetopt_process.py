@@ -17,6 +17,8 @@ import socket
 import subprocess
 import time
 
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_placement import pinning
+
 TCP_LISTEN = "0A"
 
 
@@ -149,14 +151,16 @@ def port_in_use(port, host="127.0.0.1"):
         probe.close()
 
 
-def start_session(argv, stdin_data, output_path):
+def start_session(argv, stdin_data, output_path, cpus=None):
     """Start `argv` as the leader of a session of its own (so it and all it starts can be found and
     stopped by session id, and it outlives the module), with stdout and stderr going to
-    `output_path` (truncated, mode 0600) and `stdin_data` (bytes) as its input; returns the Popen."""
+    `output_path` (truncated, mode 0600) and `stdin_data` (bytes) as its input; returns the Popen.
+    With `cpus`, it runs on those CPUs only, and so does everything it starts."""
     fd = os.open(output_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
         os.fchmod(fd, 0o600)
-        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=fd, stderr=fd, start_new_session=True, close_fds=True)
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=fd, stderr=fd, start_new_session=True, close_fds=True,
+                                preexec_fn=pinning(cpus))
     finally:
         os.close(fd)
     proc.stdin.write(stdin_data)

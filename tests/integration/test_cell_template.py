@@ -27,7 +27,8 @@ PLAYBOOK = """
   tasks:
     - name: Stand in for a server that became ready
       ansible.builtin.set_fact:
-        _campaign_server: {changed: true, server: {status: ready, startup_s: 3.5, log_path: /run/server.log}}
+        _campaign_server: {changed: true, server: {status: ready, startup_s: 3.5, log_path: /run/server.log,
+                                                   placement: {requested: "0", server: "0", read_at: ready}}}
     - name: Skip the post-mortem, as the campaign does when the server lived
       ansible.builtin.debug:
         msg: never
@@ -65,6 +66,8 @@ def test_the_cell_template_takes_status_reason_and_failure_from_the_filter(tmp_p
     ok = json.loads((tmp_path / "ok.json").read_text())
     assert (ok["status"], ok["reason"], ok["failure"], ok["host_lost"]) == ("ok", None, None, False)
     assert ok["startup"]["startup_s"] == 3.5 and ok["startup"]["log_on_controller"] == "logs/localhost/server.log"
+    # Where the server ran, as it read that back from /proc, is the launch's.
+    assert ok["launch"]["placement"] == {"requested": "0", "server": "0", "read_at": "ready"}
     assert ok["levels"] == [{"concurrency": 1}] and ok["benchmark"]["client"] == ["python", "-m", "bench"]
     assert ok["benchmark"]["slo"] == {"p99_ttft_ms": 1000.0}
     # The verdict settings it ran with, for a report run again by hand (the role's defaults here).
