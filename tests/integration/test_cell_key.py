@@ -72,3 +72,11 @@ def test_short_warm_ups_keep_earlier_keys_when_off_and_change_the_key_when_on(tm
     assert cell_key(tmp_path, campaign_bench_warmup_output_len=0) == KEY_BEFORE_MIN_WARMUPS
     short = cell_key(tmp_path, campaign_bench_warmup_output_len=8)
     assert short != KEY_BEFORE_MIN_WARMUPS and short != cell_key(tmp_path, campaign_bench_warmup_output_len=16)
+
+
+def test_a_cpu_placement_keeps_earlier_keys_when_unset_and_changes_the_key_when_set(tmp_path):
+    assert cell_key(tmp_path, campaign_server_cpus=None, campaign_client_cpus=None) == KEY_BEFORE_MIN_WARMUPS
+    server = cell_key(tmp_path, campaign_server_cpus="0")
+    client = cell_key(tmp_path, campaign_client_cpus="1")
+    both = cell_key(tmp_path, campaign_server_cpus="0", campaign_client_cpus="1")
+    assert len({KEY_BEFORE_MIN_WARMUPS, server, client, both}) == 4
