@@ -56,4 +56,3 @@ def variant_deadline(default, entry, known):
         if own is not None and own > longest:
             longest, source = own, "%s of %s" % (ENTRY_KEY, candidate.get("id"))
     return longest, source
-

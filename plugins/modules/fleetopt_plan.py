@@ -166,8 +166,8 @@ import socket
 import sys
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_deadline import (CAMPAIGN_SETTING, check_entries,
-                                                                                        seconds, variant_deadline)
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_deadline import (
+    CAMPAIGN_SETTING, check_entries, seconds, variant_deadline)
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engine import merge_flags
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_versions import version_in_range
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engines import ADAPTERS, get_adapter
