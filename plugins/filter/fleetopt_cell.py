@@ -112,6 +112,11 @@ def fleetopt_cell_outcome(variant, server_result=None, bench_result=None, post_m
     else:
         outcome.update(status=server.get("status") or "error", failure=server.get("failure"),
                        reason=server_result.get("msg"))
+        if outcome["status"] == "timeout" and variant.get("startup_timeout") is not None:
+            # Variants have deadlines of their own: say which one ran out, and which setting raises it.
+            outcome["reason"] = "%s; start-up deadline %.0f s (%s)" % (
+                outcome["reason"] or "not ready in time", float(variant["startup_timeout"]),
+                variant.get("startup_timeout_from") or "campaign_startup_timeout")
     return outcome
 
 

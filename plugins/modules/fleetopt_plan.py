@@ -63,6 +63,15 @@ options:
     description: Environment of the baseline server; each variant's environment is merged over it.
     type: dict
     default: {}
+  startup_timeout:
+    description:
+      - The campaign's start-up deadline in seconds (C(campaign_startup_timeout)), for C(fleetopt_server)'s
+        O(startup_timeout). The baseline, the A/A and a stack's stage baseline keep it.
+      - A catalog entry whose start-up takes longer (torch.compile) gives C(startup_timeout_s); its variant gets the
+        longer of the two, and a stack the longest of the entries it composes. A C(startup_timeout_s) that is not a
+        positive number of seconds, in any entry of O(catalog), fails the module before anything is planned.
+    type: float
+    default: 900.0
   aa:
     description:
       - Measure the baseline a second time at the end (variant C(baseline_aa)), so the report can
@@ -99,6 +108,7 @@ EXAMPLES = r"""
     catalog: "{{ lookup('ansible.builtin.file', 'library/catalog/vllm.yml') | from_yaml }}"
     tier: 1
     baseline_flags: {--enforce-eager: true}
+    startup_timeout: 300
     port: 8700
     run_dir: /root/.local/state/fleetopt/run
   register: fleetopt_plan_result
@@ -136,13 +146,17 @@ variants:
       set to null in the entry is removed).
     - C(stacked) is the entry's own C(stacked) (a stack of optimizations the recommendation composed, with
       C(composes) and C(verifies)), else null.
+    - C(startup_timeout) is the variant's start-up deadline in seconds, C(startup_timeout_from) where it comes from
+      (C(campaign_startup_timeout), or C(startup_timeout_s of <entry id>) when a catalog entry needs longer).
     - C(changes) names the settings of the server's effective configuration the variant sets out to change (from the
       flags it launches with that differ from the baseline's, e.g. C(prefill_graph)); empty for the baseline.
   returned: success
   type: list
   elements: dict
-  sample: [{"id": "baseline", "applicable": true, "flags": {"--enforce-eager": true}, "env": {}, "changes": []},
-           {"id": "torch_compile", "applicable": true, "flags": {}, "env": {}, "changes": ["enforce_eager"]}]
+  sample: [{"id": "baseline", "applicable": true, "flags": {"--enforce-eager": true}, "env": {}, "changes": [],
+            "startup_timeout": 300.0, "startup_timeout_from": "campaign_startup_timeout"},
+           {"id": "torch_compile", "applicable": true, "flags": {}, "env": {}, "changes": ["enforce_eager"],
+            "startup_timeout": 600.0, "startup_timeout_from": "startup_timeout_s of torch_compile"}]
 """
 
 import json
@@ -152,6 +166,8 @@ import socket
 import sys
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_deadline import (
+    CAMPAIGN_SETTING, check_entries, seconds, variant_deadline)
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engine import merge_flags
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_versions import version_in_range
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engines import ADAPTERS, get_adapter
@@ -176,6 +192,7 @@ def module_args():
         patches=dict(type="list", elements="str", default=[]),
         baseline_flags=dict(type="dict", default={}),
         baseline_env=dict(type="dict", default={}),
+        startup_timeout=dict(type="float", default=900.0),
         aa=dict(type="bool", default=False),
         port=dict(type="int", required=True),
         run_dir=dict(type="path", required=True),
@@ -323,12 +340,16 @@ def baseline_again(baseline, variant_id, title, baseline_of=None):
 
 
 def plan_variants(adapter, entries, baseline_flags, baseline_env, host, model, engine_version, aa=False,
-                  patches=()):
+                  patches=(), startup_timeout=900.0, catalog_entries=None):
+    """The baseline, then each of `entries` (`catalog_entries`: the whole catalog's, where a stack finds the
+    entries it composes; `entries` when not given)."""
+    known = dict((e["id"], e) for e in (entries if catalog_entries is None else catalog_entries))
     base_flags = merge_flags(adapter.baseline_flags(), baseline_flags)
     variants = [{
         "id": "baseline", "title": "Baseline", "tier": 0, "applicable": True, "reason": None,
         "flags": adapter.normalize_flags(base_flags), "env": dict(baseline_env), "catalog_flags": {},
         "conflicts": [], "stacked": None, "baseline_of": None, "changes": [],
+        "startup_timeout": startup_timeout, "startup_timeout_from": CAMPAIGN_SETTING,
     }]
     for entry in entries:
         stage_baseline = (entry.get("stacked") or {}).get("baseline")
@@ -342,6 +363,7 @@ def plan_variants(adapter, entries, baseline_flags, baseline_env, host, model, e
         reasons = unmet_requirements(entry.get("requires") or {}, host, model, engine_version, patches)
         # As merged: what the entry asks for (prefill graphs, say) is still there where the release's default gives it.
         reasons += ["%s: %s" % (flag, why) for flag, why in adapter.unsupported_flags(merged)]
+        deadline, deadline_from = variant_deadline(startup_timeout, entry, known)
         variants.append({
             "id": entry["id"],
             "title": entry.get("title", entry["id"]),
@@ -364,6 +386,8 @@ def plan_variants(adapter, entries, baseline_flags, baseline_env, host, model, e
             # The settings of the server's effective configuration this variant sets out to change: where the
             # server states the baseline's values for all of them, the variant changed nothing (summary: no_effect).
             "changes": adapter.changed_keys(flags, variants[0]["flags"]),
+            "startup_timeout": deadline,
+            "startup_timeout_from": deadline_from,
         })
     if aa:
         variants.append(baseline_again(variants[0], "baseline_aa", "Baseline again (A/A noise check)"))
@@ -377,7 +401,10 @@ def main():
     p = module.params
     if p["tier"] is not None and p["only"]:
         module.fail_json(msg="give a tier or a list of optimization ids, not both")
+    if seconds(p["startup_timeout"]) is None:
+        module.fail_json(msg="startup_timeout must be a positive number of seconds, not %r" % p["startup_timeout"])
     try:
+        check_entries(p["catalog"].get("optimizations") or [])
         entries = select_entries(p["catalog"], p["tier"], p["only"])
     except ValueError as exc:
         module.fail_json(msg=str(exc))
@@ -407,7 +434,7 @@ def main():
     patches = sorted(set(p["patches"]) | set(applied_patch_ids(stack)))
     try:
         variants = plan_variants(adapter, entries, p["baseline_flags"], p["baseline_env"], host, model, version,
-                                 p["aa"], patches)
+                                 p["aa"], patches, p["startup_timeout"], p["catalog"].get("optimizations") or [])
     except ValueError as exc:  # a catalog's bad version range, or an installed version that is not PEP 440
         module.fail_json(msg="cannot plan for %s %s: %s" % (p["engine"], version, exc))
     module.exit_json(changed=False, engine_version=version, host=host, model_info=model, stack=stack,

@@ -53,16 +53,28 @@ def variants(inventory):
     baseline_flags = dict(catalog["baseline"].get("flags") or {})
     baseline_flags.update(inventory["campaign_server_flags"])
     planned = plan_variants(adapter, select_entries(catalog, 1, []), baseline_flags, {}, HOST, model, VERSION,
-                            aa=True)
+                            aa=True, startup_timeout=float(inventory["campaign_startup_timeout"]),
+                            catalog_entries=catalog["optimizations"])
     return adapter, planned
 
 
 def test_the_plan_has_the_variants_the_h200_campaign_runs(variants):
     _, planned = variants
     assert [(v["id"], v["applicable"]) for v in planned] == [
-        ("baseline", True), ("piecewise_cuda_graph", True), ("mscclpp_allreduce", False),
+        ("baseline", True), ("piecewise_cuda_graph", True), ("torch_compile", True), ("mscclpp_allreduce", False),
         ("single_batch_overlap", False), ("expert_parallelism", False),
         ("planted_running_cap", True), ("planned_oom", True), ("baseline_aa", True)]
+
+
+def test_torch_compile_alone_gets_a_start_up_deadline_that_fits_its_cold_compile(inventory, variants):
+    """On the H200 probe --enable-torch-compile was ready after 379.5 s with cold caches: the inventory's 420 s would
+    leave no margin (nor room for a larger model), and raising it for every variant would make a hung baseline wait
+    as long."""
+    _, planned = variants
+    deadlines = dict((v["id"], (v["startup_timeout"], v["startup_timeout_from"])) for v in planned)
+    assert inventory["campaign_startup_timeout"] == 420
+    assert deadlines.pop("torch_compile") == (900, "startup_timeout_s of torch_compile")
+    assert deadlines == dict((variant, (420, "campaign_startup_timeout")) for variant in deadlines)
 
 
 def test_every_server_command_of_the_campaign_is_accepted_by_0_5_16s_parser(inventory, variants):
@@ -86,6 +98,7 @@ def test_every_server_command_of_the_campaign_is_accepted_by_0_5_16s_parser(inve
     assert "--cuda-graph-backend-prefill" not in rendered["piecewise_cuda_graph"]
     assert rendered["planted_running_cap"][rendered["planted_running_cap"].index("--max-running-requests") + 1] == "16"
     assert rendered["planned_oom"][rendered["planned_oom"].index("--mem-fraction-static") + 1] == "0.999"
+    assert "--enable-torch-compile" in rendered["torch_compile"] and "--enable-torch-compile" not in rendered["baseline"]
 
 
 @pytest.mark.parametrize("slo", [{}, {"p99_ttft_ms": 2000.0, "p99_tpot_ms": 50.0}])

@@ -68,6 +68,26 @@ def test_a_server_that_never_became_ready_keeps_its_own_status_failure_and_messa
     assert outcome(APPLICABLE, {"failed": True, "msg": "no python"})["status"] == "error"
 
 
+def test_a_start_up_past_the_deadline_is_a_timeout_naming_the_variants_deadline_and_where_it_comes_from():
+    server = {"failed": True, "msg": "sglang not ready after 900 s (last phase: cuda_graph); stopped it",
+              "server": {"status": "timeout", "failure": None}}
+    compiled = dict(APPLICABLE, startup_timeout=900.0, startup_timeout_from="startup_timeout_s of torch_compile")
+    result = outcome(compiled, server, SKIPPED, SKIPPED)
+    assert result["status"] == "timeout"
+    assert result["reason"] == ("sglang not ready after 900 s (last phase: cuda_graph); stopped it; start-up deadline "
+                                "900 s (startup_timeout_s of torch_compile)")
+    baseline = {"id": "baseline", "applicable": True, "startup_timeout": 420.0,
+                "startup_timeout_from": "campaign_startup_timeout"}
+    assert outcome(baseline, dict(server, msg="sglang not ready after 420 s (last phase: weights); stopped it"))[
+        "reason"].endswith("; start-up deadline 420 s (campaign_startup_timeout)")
+
+
+def test_a_crash_says_nothing_of_the_deadline():
+    server = {"failed": True, "msg": "crashed in cuda_graph", "server": {"status": "crashed", "failure": CRASH}}
+    assert outcome(dict(APPLICABLE, startup_timeout=900.0, startup_timeout_from="startup_timeout_s of torch_compile"),
+                   server)["reason"] == "crashed in cuda_graph"
+
+
 # -- a variant whose server ran its baseline's configuration ------------------------------------
 
 no_effect = plugin.FilterModule().filters()["fleetopt_no_effect"]

@@ -225,7 +225,7 @@ def test_registry_and_health_path():
 def test_catalog_shape():
     assert CATALOG["baseline"]["flags"] == {}
     assert [e["id"] for e in TIER1] == [
-        "piecewise_cuda_graph", "mscclpp_allreduce", "single_batch_overlap", "expert_parallelism"]
+        "piecewise_cuda_graph", "torch_compile", "mscclpp_allreduce", "single_batch_overlap", "expert_parallelism"]
     for entry in CATALOG["optimizations"]:
         assert entry["rationale"] and entry["expected"]
         assert entry["requires"]["platform"] == ["cuda"]
