@@ -1,5 +1,6 @@
 import json
 import os
+import pathlib
 import time
 
 from module_runner import run_module
@@ -32,7 +33,8 @@ def test_ready_server_reports_phases_and_is_no_change_the_second_time(scripted_p
         assert server["status"] == "ready"
         assert list(server["phases"]) == ["launch", "engine_init", "weights", "kv_cache", "http"]
         assert server["phases"]["kv_cache"]["info"]["kv_tokens"] == "1,024"
-        assert 0 <= server["ready_noticed_after_s"] < 0.5
+        # Noticed from the log, not at the deadline; how soon on a given host is a figure, not a test.
+        assert 0 <= server["ready_noticed_after_s"] < 10
         # What the server stated it runs, read back from its own configuration line.
         assert server["effective"]["settings"] == {
             "dtype": "torch.bfloat16", "tensor_parallel_size": 1, "enforce_eager": False,
@@ -60,10 +62,10 @@ def test_changed_configuration_restarts_the_server(scripted_python, server_args,
         run_module("fleetopt_server", server_args(python, state="stopped"))
 
 
-def test_crash_line_is_classified_within_a_second(scripted_python, server_args, tmp_path):
+def test_crash_line_is_classified_from_the_log_while_the_process_lives_on(scripted_python, server_args, tmp_path):
     stamp = str(tmp_path / "stamps")
     crash_line = "(APIServer pid=3) api_server.py: error: unrecognized arguments: --bogus"
-    python = scripted_python({"lines": READY[:2] + [[1.0, crash_line], [5.0, "still alive"]], "stamp_file": stamp})
+    python = scripted_python({"lines": READY[:2] + [[1.0, crash_line], [30.0, "still alive"]], "stamp_file": stamp})
     result = run_module("fleetopt_server", server_args(python))
     returned = time.time()
     assert result["failed"] is True
@@ -71,8 +73,9 @@ def test_crash_line_is_classified_within_a_second(scripted_python, server_args, 
     assert server["status"] == "crashed"
     assert server["failure"]["failure_class"] == "invalid_server_args"
     assert server["failure"]["evidence"][0]["line"] == 3
-    # The module returned before the process would have gone on, and soon after the line.
-    assert returned - stamp_of(stamp, crash_line) < 1.0 + 0.6  # 0.6 s: module process exit and JSON parse
+    # The line ended the wait: the module returned long before the process would have gone on, and stopped it.
+    assert returned - stamp_of(stamp, crash_line) < 15
+    assert "still alive" not in pathlib.Path(stamp).read_text()
     assert pid_gone(server["pid"])
 
 
