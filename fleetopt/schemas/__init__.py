@@ -42,9 +42,16 @@ def _where(error):
     return "/" + "/".join(str(part) for part in error.absolute_path)
 
 
+def _deepest(error):
+    """An error of "none of the given schemas" (a value that may be null or an object, say) told by the branch that
+    fits the value best, so the message names the field that is wrong."""
+    return jsonschema.exceptions.best_match([error]) if error.context else error
+
+
 def errors(name, document):
     """Every way `document` breaks the schema `name`, each as '<JSON pointer>: <message>'; [] when it is valid."""
-    found = sorted(validator(name).iter_errors(document), key=lambda e: [str(p) for p in e.absolute_path])
+    found = sorted((_deepest(e) for e in validator(name).iter_errors(document)),
+                   key=lambda e: [str(p) for p in e.absolute_path])
     return ["%s: %s" % (_where(e), e.message) for e in found]
 
 
