@@ -35,7 +35,7 @@ def _fail_on_schema_errors(folder, what):
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item):
     result = yield
-    folder = item.funcargs.get("tmp_path")
+    folder = getattr(item, "funcargs", {}).get("tmp_path")
     if folder is not None:
         _VALIDATED.add(pathlib.Path(folder).resolve())
         _fail_on_schema_errors(folder, "the test")
