@@ -28,8 +28,8 @@ def schema_errors(folder):
 def _fail_on_schema_errors(folder, what):
     found = schema_errors(folder)
     if found:
-        pytest.fail("%s wrote %d result file(s) that do not match their schema (fleetopt/schemas):\n%s"
-                    % (what, len(found), "\n".join(found[:20])), pytrace=False)
+        pytest.fail("%s wrote cells or a summary.json that do not match their schema (fleetopt/schemas), "
+                    "%d error(s):\n%s" % (what, len(found), "\n".join(found[:20])), pytrace=False)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -2,27 +2,28 @@
 (fleetopt/schemas), each with the value a reader takes for "not recorded", so a test's files match
 the formats the campaign and `fleetopt report` write."""
 
-CELL = {"schema": "fleetopt.cell/1", "cell_key": None, "campaign": "c1", "engine": "vllm", "reason": None, "failure": None,
-        "levels": [], "startup": {}, "launch": {}, "benchmark": {}, "provenance": {}}
+CELL = {"schema": "fleetopt.cell/1", "cell_key": None, "campaign": "c1", "engine": "vllm", "reason": None,
+        "failure": None, "levels": [], "startup": {}, "launch": {}, "benchmark": {}, "provenance": {}}
 
-ROW = {"title": None, "failure_class": None, "reason": None, "baseline_variant": "baseline", "launches": 0, "metrics": {},
-       "stats": {}, "samples": {}, "verdict": None, "verdict_reason": None, "vs_baseline": None}
+ROW = {"title": None, "failure_class": None, "reason": None, "baseline_variant": "baseline", "launches": 0,
+       "metrics": {}, "stats": {}, "samples": {}, "verdict": None, "verdict_reason": None, "vs_baseline": None}
 
 RECOMMENDATION = {"status": "nothing to recommend: no optimization improved; keep the baseline", "outcome": "baseline",
                   "campaign": None, "verifies": None, "engine": None, "engine_version": None,
-                  "verdict_metric": "output_throughput", "confidence": 0.95, "min_effect_pct": 3.0, "slo": {}, "stack": [],
-                  "proposed_stack": [], "host": None, "inventory": {"campaign_server_flags": {}, "campaign_server_env": {}},
+                  "verdict_metric": "output_throughput", "confidence": 0.95, "min_effect_pct": 3.0, "slo": {},
+                  "stack": [], "proposed_stack": [], "host": None,
+                  "inventory": {"campaign_server_flags": {}, "campaign_server_env": {}},
                   "launch": {"argv": None, "command": None, "env": {}}, "measured": None,
                   "baseline": {"host": None, "capacity": None}, "candidates": [], "left_out": [], "notes": [],
                   "stacked_variant": None, "verify_variant": None, "search": None}
 
 SETTINGS = {"verdict_metric": "output_throughput", "confidence": 0.95, "min_effect_pct": 3.0,
-            "multiple_comparisons": "bonferroni", "design": None, "unit_of_replication": None, "benchmark": None, "slo": {},
-            "slo_source": "cells", "cost_source": "cells", "verdict_settings_from": "defaults"}
+            "multiple_comparisons": "bonferroni", "design": None, "unit_of_replication": None, "benchmark": None,
+            "slo": {}, "slo_source": "cells", "cost_source": "cells", "verdict_settings_from": "defaults"}
 
 
 def complete_cell(cell):
-    """`cell` with every key a fleetopt.cell/1 cell requires ({"variant", "host", "title", "order", "status"} at least)."""
+    """`cell` with every key a fleetopt.cell/1 cell requires (give "variant", "host", "title", "order", "status")."""
     return dict(CELL, **cell)
 
 

@@ -100,18 +100,23 @@ def write_campaign(folder, cells):
     return folder / "c1"
 
 
+def validate(folder):
+    return subprocess.run([sys.executable, "-m", "fleetopt.cli", "validate", folder], capture_output=True, text=True)
+
+
 def test_fleetopt_validate_names_each_broken_file_and_exits_1():
     # Outside tmp_path: the conftest would rightly fail this test for the broken cell it leaves.
     with tempfile.TemporaryDirectory() as folder:
         broken = dict(kept_cell(), status="finished")
         campaign = write_campaign(pathlib.Path(folder), [kept_cell(), dict(broken, variant="other")])
         (campaign / "summary.json").write_text((KEPT[0] / "summary.json").read_text())
-        proc = subprocess.run([sys.executable, "-m", "fleetopt.cli", "validate", folder], capture_output=True, text=True)
+        proc = validate(folder)
         assert proc.returncode == 1, proc.stdout + proc.stderr
-        assert "%s: /status: 'finished' is not one of" % (campaign / "cells" / "localhost" / "other.json") in proc.stdout
+        broken_path = campaign / "cells" / "localhost" / "other.json"
+        assert "%s: /status: 'finished' is not one of" % broken_path in proc.stdout
         assert "3 file(s) checked, 1 error(s)" in proc.stdout
-        (campaign / "cells" / "localhost" / "other.json").write_text(json.dumps(kept_cell()))
-        proc = subprocess.run([sys.executable, "-m", "fleetopt.cli", "validate", folder], capture_output=True, text=True)
+        broken_path.write_text(json.dumps(kept_cell()))
+        proc = validate(folder)
         assert proc.returncode == 0 and "3 file(s) checked, 0 error(s)" in proc.stdout, proc.stdout
 
 
