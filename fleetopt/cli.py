@@ -76,6 +76,11 @@ def build_parser():
     classify.add_argument("--engine", required=True, choices=sorted(ADAPTERS))
     classify.add_argument("log_file")
     classify.set_defaults(handler="fleetopt.classify:main")
+
+    validate = sub.add_parser("validate", help="check every cell and summary.json under campaign folders against "
+                                               "their JSON Schemas (fleetopt/schemas); exit 1 on an invalid file")
+    validate.add_argument("folders", nargs="+", metavar="FOLDER", help="a campaign folder, or one that holds several")
+    validate.set_defaults(handler="fleetopt.schemas:main")
     return parser
 
 

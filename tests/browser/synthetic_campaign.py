@@ -51,10 +51,11 @@ def cell(variant, order, status="ok", levels=(), failure=None, reason=None, star
     started = startup_phases if startup_phases is not None else phases()
     ready = status == "ok"
     return {
-        "schema": "fleetopt.cell/1", "campaign": "synthetic", "host": HOST, "engine": "sglang", "variant": variant,
+        "schema": "fleetopt.cell/1", "cell_key": None, "campaign": "synthetic", "host": HOST, "engine": "sglang", "variant": variant,
         "title": title or variant.replace("_", " "), "tier": 1, "order": order, "status": status, "reason": reason,
         "failure": failure, "levels": list(levels),
-        "startup": {"status": "ready" if ready else status,
+        # A variant that does not apply launches nothing: its start-up has no status.
+        "startup": {"status": "ready" if ready else None if status == "not_applicable" else status,
                     "startup_s": round(sum(p["duration_s"] or 0 for p in started.values()), 3) if ready else None,
                     "ready_noticed_after_s": 0.05, "phases": started,
                     "log_path": None if status == "not_applicable" else "/var/log/fleetopt/%s.log" % variant},
@@ -101,7 +102,7 @@ def synthetic_cells():
              reason="server exited", flags={"--mem-fraction-static": 0.99}, title="Huge static memory " + EVIL,
              env={"EVIL": EVIL}),
         cell("slow_start", 7, status="timeout", startup_phases=phases("cuda_graph"),
-             failure={"failure_class": "startup_timeout", "phase": "cuda_graph", "root_cause": "not ready in 600 s",
+             failure={"failure_class": "startup_timeout", "verdict": "error", "phase": "cuda_graph", "root_cause": "not ready in 600 s",
                       "remedy": "Raise the start-up timeout."}, reason="not ready after 600 s"),
         cell("tensor_parallel_8", 8, status="not_applicable", startup_phases={},
              reason="needs 8 GPU(s), host has 2", flags={"--tp-size": 8}),

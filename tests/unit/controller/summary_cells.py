@@ -1,4 +1,5 @@
 """Cells for summary tests, in the shape roles/campaign/templates/cell.json.j2 writes."""
+from schema_complete import complete_cell
 
 
 def level(c, out, status="ok", trial=1):
@@ -14,7 +15,7 @@ def trials(c, *outputs):
 
 def cell(variant, status="ok", levels=(), host="h1", order=None, failure=None, reason=None, **extra):
     order = {"baseline": 0, "baseline_aa": 99}.get(variant, 1) if order is None else order
-    return dict({"variant": variant, "order": order, "title": variant, "host": host, "engine": "vllm",
+    return complete_cell(dict({"variant": variant, "order": order, "title": variant, "host": host, "engine": "vllm",
                  "status": status, "levels": list(levels), "failure": failure, "reason": reason,
                  "launch": {"argv": ["vllm", "serve"], "config_hash": "abc"},
-                 "benchmark": {"concurrency": [1, 4, 8], "trials": 3}}, **extra)
+                 "benchmark": {"concurrency": [1, 4, 8], "trials": 3}}, **extra))

@@ -6,6 +6,7 @@ import types
 import pytest
 
 from fleetopt import gate, run
+from schema_complete import complete_summary
 
 THROUGHPUT = [100.0, 101.0, 99.0]
 
@@ -34,7 +35,7 @@ def failed_level_row(host, variant, concurrency):
 
 
 def summary(rows):
-    return {"campaign": "c", "hosts": sorted({r["host"] for r in rows}), "variants": [], "cells": rows}
+    return complete_summary({"campaign": "c", "hosts": sorted({r["host"] for r in rows}), "variants": [], "cells": rows})
 
 
 REFERENCE = summary([ok_row("gpu-a", "baseline", 1), ok_row("gpu-a", "baseline", 8),

@@ -2,6 +2,7 @@ import argparse
 import json
 
 from fleetopt import report
+from schema_complete import complete_cell
 
 
 def level(c, out, ttft=10.0, status="ok", trial=1):
@@ -16,12 +17,12 @@ def trials(c, *outputs):
 
 
 def cell(variant, order, status="ok", levels=(), failure=None, reason=None, host="h1"):
-    return {"variant": variant, "order": order, "title": variant, "host": host, "engine": "vllm", "status": status,
+    return complete_cell({"variant": variant, "order": order, "title": variant, "host": host, "engine": "vllm", "status": status,
             "levels": list(levels), "failure": failure, "reason": reason,
             "startup": {"startup_s": 20.0, "phases": {"launch": {"duration_s": 9.0}, "weights": {"duration_s": 1.0}}},
             "benchmark": {"concurrency": [1, 4], "trials": 1, "input_len": 64, "output_len": 64},
             "provenance": {"engine_version": "0.32.0+cpu", "fleetopt_revision": "abc123",
-                           "host": {"cpu_model": "EPYC", "cpu_count": 2, "gpu_count": 0}}}
+                           "host": {"cpu_model": "EPYC", "cpu_count": 2, "gpu_count": 0}}})
 
 
 def write_campaign(tmp_path, cells):
@@ -43,7 +44,7 @@ def test_summary_has_the_documented_shape_order_and_baseline_deltas(tmp_path):
         cell("zeta", 2, levels=trials(1, 150.0, 151.0, 149.0) + trials(4, 300.0, 301.0, 299.0)),
         cell("baseline", 0, levels=trials(1, 100.0, 101.0, 99.0) + trials(4, 400.0, 401.0, 399.0)),
         cell("gpu_only", 3, status="not_applicable", reason="needs 2 GPU(s), host has 0"),
-        cell("crashy", 1, status="blocked", failure={"failure_class": "dynamo_fullgraph_graph_break",
+        cell("crashy", 1, status="blocked", failure={"failure_class": "dynamo_fullgraph_graph_break", "verdict": "blocked",
                                                        "root_cause": "graph break", "remedy": "upgrade"}),
     ]
     campaign = write_campaign(tmp_path, cells)

@@ -1,10 +1,13 @@
 """`fleetopt run --recommend` measures the proposed stack after the matrix (-e recommend=true); `fleetopt run
 --verify results/<id>/recommended.yml` verifies an earlier recommendation in a new campaign (-e recommended=)."""
+import json
+
 import pytest
 
 from fleetopt import run
 from fleetopt.cli import build_parser
 from fleetopt.run import campaign_vars
+from schema_complete import complete_cell
 
 
 def test_recommend_asks_the_playbook_for_the_stack_stage():
@@ -54,7 +57,8 @@ def test_recommend_resumes_the_campaign_until_the_greedy_search_ends(tmp_path, m
         runs.append((name, dict(extravars)))
         folder = tmp_path / "r" / "c" / "cells" / "h"
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / "baseline.json").write_text("{}")
+        (folder / "baseline.json").write_text(json.dumps(complete_cell({"variant": "baseline", "host": "h", "title": "Baseline",
+                                                                          "order": 0, "status": "ok"})))
         (tmp_path / "r" / "c" / "recommended.yml").write_text("outcome: %s\n" % outcomes[len(runs) - 1])
         return type("R", (), {"rc": 0, "stats": {}, "status": "successful"})()
 

@@ -11,6 +11,7 @@ import yaml
 
 from helpers import ROOT, free_port
 from module_runner import run_module
+from schema_complete import complete_cell
 
 ADAPTER = '''
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engine import EngineAdapter, render_flags
@@ -72,18 +73,18 @@ def tiny_python(tmp_path, version="1.2.0"):
 
 
 def cell(variant, order, outputs, flags):
-    levels = [{"concurrency": 2, "trial": i + 1, "status": "ok", "num_prompts": 8,
+    levels = [{"concurrency": 2, "trial": i + 1, "status": "ok", "reason": None, "num_prompts": 8,
                "metrics": {"output_throughput": out, "total_throughput": 2 * out, "request_throughput": 1.0,
                            "mean_ttft_ms": 10.0, "median_ttft_ms": 9.0, "p99_ttft_ms": 20.0, "mean_itl_ms": 1.0,
                            "completed": 8.0, "failed": 0.0}}
               for i, out in enumerate(outputs)]
-    return {"schema": "fleetopt.cell/1", "variant": variant, "order": order, "title": variant, "host": "h1",
+    return complete_cell({"schema": "fleetopt.cell/1", "variant": variant, "order": order, "title": variant, "host": "h1",
             "engine": "tiny", "status": "ok", "levels": levels, "failure": None, "reason": None,
             "launch": {"argv": ["python", "-m", "tiny.serve", "/m"], "flags": flags, "config_hash": variant},
             "provenance": {"engine_version": "1.2.0", "host": {"gpus": [], "cpu_model": "test"}},
             "benchmark": {"concurrency": [2], "trials": 3, "input_len": 8, "output_len": 8,
                           "client": ["python", "-m", "tiny.bench", "http://h1", "--concurrency", "2",
-                                     "--report", "/tmp/r.json", "--seed", "0"]}}
+                                     "--report", "/tmp/r.json", "--seed", "0"]}})
 
 
 def test_a_third_engine_is_planned_and_reported_with_only_its_adapter_and_data_added(tmp_path):

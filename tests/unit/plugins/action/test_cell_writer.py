@@ -23,10 +23,13 @@ def test_the_action_plugin_and_the_controller_package_share_one_writer():
 
 def test_cell_is_written_whole_with_parents_and_no_temporary_left(tmp_path):
     dest = tmp_path / "c1" / "cells" / "host" / "baseline.json"
-    fleetopt_files.write_json_atomically(str(dest), {"variant": "baseline", "levels": [1, 2]})
-    assert json.loads(dest.read_text()) == {"variant": "baseline", "levels": [1, 2]}
-    fleetopt_files.write_json_atomically(dest, {"variant": "baseline", "levels": []})
-    assert json.loads(dest.read_text())["levels"] == []
+    cell = {"schema": "fleetopt.cell/1", "cell_key": None, "campaign": "c1", "host": "host", "engine": "vllm",
+            "variant": "baseline", "title": "Baseline", "order": 0, "status": "skipped", "reason": "not run: first",
+            "failure": None, "levels": [], "startup": {}, "launch": {}, "benchmark": {}, "provenance": {}}
+    fleetopt_files.write_json_atomically(str(dest), cell)
+    assert json.loads(dest.read_text()) == cell
+    fleetopt_files.write_json_atomically(dest, dict(cell, reason="not run: second"))
+    assert json.loads(dest.read_text())["reason"] == "not run: second"
     assert [p.name for p in dest.parent.iterdir()] == ["baseline.json"]
     assert oct(os.stat(dest).st_mode & 0o777) == "0o644"
 
