@@ -12,7 +12,7 @@ Which engine a test uses:
   decide from a planted effect is exact on any host. The benchmark client is still vLLM's own, run by fleetopt.
 
 Counting real-engine start-ups: when the environment variable FLEETOPT_REAL_STARTUPS_LOG names a file, every start-up
-of the real engine's server by any test appends one line to it (`<unix time> <the server's arguments>`). The tests
+of the real engine's server by any test appends one line to it (`<unix time> [<the test>] <the server's arguments>`). The tests
 get the real engine through `counted_engine_python()` (the local_engine fixture's "python", and
 campaign_engine_python in isolated()): a shell script in front of the real
 interpreter that appends the line for a server launch (`-m vllm.entrypoints.openai.api_server`,
@@ -90,6 +90,25 @@ def record_real_startups(count, what):
         with open(log, "a") as handle:
             for _ in range(count):
                 handle.write("%d %s\n" % (time.time(), what))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Each real start-up logged while a test runs, its module's shared fixtures included, names that test (the
+    shim cannot: fleetopt builds a server's environment afresh)."""
+    log = os.environ.get(REAL_STARTUPS_ENV)
+    before = os.path.getsize(log) if log and os.path.exists(log) else 0
+    yield
+    if not log or not os.path.exists(log) or os.path.getsize(log) <= before:
+        return
+    with open(log, "r+") as handle:
+        handle.seek(before)
+        added = handle.read().splitlines()
+        handle.seek(before)
+        handle.truncate()
+        for line in added:
+            stamp, _, rest = line.partition(" ")
+            handle.write("%s [%s] %s\n" % (stamp, item.nodeid, rest))
 
 
 @pytest.fixture
