@@ -12,9 +12,9 @@ Which engine a test uses:
   decide from a planted effect is exact on any host. The benchmark client is still vLLM's own, run by fleetopt.
 
 Counting real-engine start-ups: when the environment variable FLEETOPT_REAL_STARTUPS_LOG names a file, every start-up
-of the real engine's server by any test appends one line to it (`<unix time> [<the test>] <the server's arguments>`). The tests
-get the real engine through `counted_engine_python()` (the local_engine fixture's "python", and
-campaign_engine_python in isolated()): a shell script in front of the real
+of the real engine's server by any test appends one line to it (`<unix time> [<the test>] <the server's arguments>`,
+the test named by pytest_runtest_protocol below). The tests get the real engine through `counted_engine_python()`
+(the local_engine fixture's "python", and campaign_engine_python in isolated()): a shell script in front of the real
 interpreter that appends the line for a server launch (`-m vllm.entrypoints.openai.api_server`,
 `-m sglang.launch_server`) and execs the real interpreter with the same arguments, so nothing else changes. A real
 start-up no shim sees (a container's engine, test_container_fleet.py) is appended by the test through
