@@ -4,9 +4,10 @@ installs (scripts/test.sh runs that playbook first), or the scripted engine (tes
 Which engine a test uses:
 - the real engine (vLLM on the CPU, 25-90 s a start-up) for what is the engine's: the tier-1 campaign on the
   embedded default (test_campaign.py), the vLLM lifecycle (test_vllm_lifecycle.py), SGLang's benchmark client
-  (test_sglang_client.py), the collection used from a user's playbook, one campaign over the container fleet;
-- the scripted engine (the `scripted_engine` fixture) for fleetopt's own orchestration and design logic: faults,
-  interrupts and resumes, leases, verdicts, capacity, the recommendation. Its server is a real process on a real
+  (test_sglang_client.py), one campaign over the container fleet (test_container_fleet.py);
+- the scripted engine (the `scripted_engine` fixture; inside the fleet's containers, install_scripted_engine() of
+  tests/containers/container_fleet.py) for fleetopt's own orchestration and design logic: faults, interrupts and
+  resumes, leases, lost hosts, verdicts, capacity, the recommendation, the installed collection. Its server is a real process on a real
   port that logs a captured start-up of the real engine (rewritten from the flags it was given) and serves the
   OpenAI API with the per-token time, time to first token and max-num-seqs the test plants, so what a design must
   decide from a planted effect is exact on any host. The benchmark client is still vLLM's own, run by fleetopt.
