@@ -7,10 +7,11 @@ Which engine a test uses:
   (test_sglang_client.py), one campaign over the container fleet (test_container_fleet.py);
 - the scripted engine (the `scripted_engine` fixture; inside the fleet's containers, install_scripted_engine() of
   tests/containers/container_fleet.py) for fleetopt's own orchestration and design logic: faults, interrupts and
-  resumes, leases, lost hosts, verdicts, capacity, the recommendation, the installed collection. Its server is a real process on a real
-  port that logs a captured start-up of the real engine (rewritten from the flags it was given) and serves the
-  OpenAI API with the per-token time, time to first token and max-num-seqs the test plants, so what a design must
-  decide from a planted effect is exact on any host. The benchmark client is still vLLM's own, run by fleetopt.
+  resumes, leases, lost hosts, verdicts, capacity, the recommendation, the installed collection. Its server is a real
+  process on a real port that logs a captured start-up of the real engine (rewritten from the flags it was given) and
+  serves the OpenAI API with the per-token time, time to first token and max-num-seqs the test plants, so what a
+  design must decide from a planted effect is exact on any host. The benchmark client is still vLLM's own, run by
+  fleetopt.
 
 Counting real-engine start-ups: when the environment variable FLEETOPT_REAL_STARTUPS_LOG names a file, every start-up
 of the real engine's server by any test appends one line to it (`<unix time> [<the test>] <the server's arguments>`,
