@@ -60,7 +60,14 @@ def test_ctrl_c_during_a_benchmark_stops_the_client_says_what_runs_and_the_lease
     try:
         wait_for(lambda: clients(tmp_path), 300, "the baseline's benchmark client")
         os.killpg(campaign.pid, signal.SIGINT)
-        output = campaign.communicate(timeout=60)[0].decode()
+        try:
+            output = campaign.communicate(timeout=60)[0].decode()
+        except subprocess.TimeoutExpired as late:
+            # What still ran a minute after Ctrl-C, and where the play was, for the failure to say.
+            still = subprocess.run(["ps", "-o", "pid,stat,etime,args", "-s", str(campaign.pid)],
+                                   stdout=subprocess.PIPE, universal_newlines=True, check=False).stdout
+            raise AssertionError("the play outlived Ctrl-C by 60 s; its session:\n%s\nits output:\n%s" % (
+                still, (late.output or b"").decode("utf-8", "replace")[-4000:])) from None
         interrupted_at = time.time()
     finally:
         if campaign.poll() is None:
