@@ -80,3 +80,18 @@ def test_a_cpu_placement_keeps_earlier_keys_when_unset_and_changes_the_key_when_
     client = cell_key(tmp_path, campaign_client_cpus="1")
     both = cell_key(tmp_path, campaign_server_cpus="0", campaign_client_cpus="1")
     assert len({KEY_BEFORE_MIN_WARMUPS, server, client, both}) == 4
+
+
+# A baseline measured again beside a stack, with a later setting and a placement set, as the role's Jinja expression
+# rendered it before the key moved into the fleetopt_cell_key filter.
+KEY_OF_A_BASELINE_BESIDE_A_STACK = "465b4430d8cd619a45606090342f9ba84a902d316fd8a0e04b2818bce74882eb"
+
+
+def test_a_baseline_beside_a_stack_keeps_the_key_it_had(tmp_path):
+    assert cell_key(tmp_path, _campaign_variant={"id": "baseline", "flags": {"--enforce-eager": True}, "env": {},
+                                                 "cell_name": "baseline.stage2", "baseline_of": "stack_2"},
+                    _campaign_partner="stack_2",
+                    _campaign_partner_plan={"flags": {"--async-scheduling": True}, "env": {"A": "1"}},
+                    campaign_bench_min_warmups=3, campaign_server_cpus="0",
+                    _campaign_engine_spec={"name": "vllm", "compile_cache": {"X": "y"}, "ready": ["r"]}) \
+        == KEY_OF_A_BASELINE_BESIDE_A_STACK
