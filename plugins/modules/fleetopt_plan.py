@@ -90,6 +90,28 @@ options:
     description: Name or path of nvidia-smi.
     type: str
     default: nvidia-smi
+  launches:
+    description:
+      - How many times each of this host's variants is launched (RV(runs)). The rounds alternate direction (ABBA),
+        so a linear drift over the campaign affects every variant alike.
+    type: int
+    default: 1
+  fleet:
+    description:
+      - The hosts the campaign spreads its variants over. Host k of them, sorted by name, takes every n-th
+        optimization in catalog order (RV(share)); every host measures its own baseline and A/A.
+      - Empty for a single host.
+    type: list
+    elements: str
+    default: []
+  host:
+    description: This host's name in O(fleet).
+    type: str
+    default: localhost
+  spread:
+    description: Spread the optimizations over O(fleet); when false every host measures all of them.
+    type: bool
+    default: true
 attributes:
   check_mode:
     support: full
@@ -153,6 +175,18 @@ variants:
   returned: success
   type: list
   elements: dict
+share:
+  description: The variants this host measures (O(fleet), O(spread)), baseline first and A/A last.
+  returned: success
+  type: list
+  elements: dict
+runs:
+  description:
+    - This host's launches in order, each a variant of RV(share) with C(launch_number), C(launches) and its cell's
+      name (C(cell_name), the variant's id for launch 1, C(<id>.launch<k>) for launch k).
+  returned: success
+  type: list
+  elements: dict
   sample: [{"id": "baseline", "applicable": true, "flags": {"--enforce-eager": true}, "env": {}, "changes": [],
             "startup_timeout": 300.0, "startup_timeout_from": "campaign_startup_timeout"},
            {"id": "torch_compile", "applicable": true, "flags": {}, "env": {}, "changes": ["enforce_eager"],
@@ -169,6 +203,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_deadline import (
     CAMPAIGN_SETTING, check_entries, seconds, variant_deadline)
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engine import merge_flags
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_launch_order import host_share, launch_order
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_versions import version_in_range
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engines import ADAPTERS, get_adapter
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_gpu import gpu_facts
@@ -197,6 +232,10 @@ def module_args():
         port=dict(type="int", required=True),
         run_dir=dict(type="path", required=True),
         nvidia_smi=dict(type="str", default="nvidia-smi"),
+        launches=dict(type="int", default=1),
+        fleet=dict(type="list", elements="str", default=[]),
+        host=dict(type="str", default="localhost"),
+        spread=dict(type="bool", default=True),
     )
 
 
@@ -401,6 +440,10 @@ def main():
     p = module.params
     if p["tier"] is not None and p["only"]:
         module.fail_json(msg="give a tier or a list of optimization ids, not both")
+    if p["launches"] < 1:
+        module.fail_json(msg="launches must be at least 1, not %d" % p["launches"])
+    if p["spread"] and len(p["fleet"]) > 1 and p["host"] not in p["fleet"]:
+        module.fail_json(msg="host %s is not in the fleet %s" % (p["host"], ", ".join(sorted(p["fleet"]))))
     if seconds(p["startup_timeout"]) is None:
         module.fail_json(msg="startup_timeout must be a positive number of seconds, not %r" % p["startup_timeout"])
     try:
@@ -437,8 +480,9 @@ def main():
                                  p["aa"], patches, p["startup_timeout"], p["catalog"].get("optimizations") or [])
     except ValueError as exc:  # a catalog's bad version range, or an installed version that is not PEP 440
         module.fail_json(msg="cannot plan for %s %s: %s" % (p["engine"], version, exc))
+    share = host_share(variants, p["fleet"], p["host"], p["spread"])
     module.exit_json(changed=False, engine_version=version, host=host, model_info=model, stack=stack,
-                     variants=variants)
+                     variants=variants, share=share, runs=launch_order(share, p["launches"]))
 
 
 if __name__ == "__main__":

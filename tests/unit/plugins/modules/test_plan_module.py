@@ -101,6 +101,8 @@ def test_moe_model_is_recognised(engine_python, tmp_path, port):
     ({"tier": 7}, "unknown tier 7; this catalog has tiers 1, 2"),
     ({"only": ["compile", "nope"]}, "unknown optimization id(s): nope"),
     ({"tier": 1, "only": ["compile"]}, "not both"),
+    ({"tier": 1, "launches": 0}, "launches must be at least 1"),
+    ({"tier": 1, "fleet": ["gpu-b", "gpu-a"], "host": "gpu-c"}, "host gpu-c is not in the fleet gpu-a, gpu-b"),
 ])
 def test_bad_selection_is_refused(engine_python, model_dir, tmp_path, port, extra, message):
     result = plan(engine_python(), model_dir, tmp_path, port, **extra)
@@ -329,3 +331,12 @@ def test_only_sglangs_torch_compile_waits_longer_than_the_campaign():
     entry = next(e for e in sglang["optimizations"] if e["id"] == "torch_compile")
     assert entry["tier"] == 1 and entry["flags"] == {"--enable-torch-compile": True}
     assert any("379.5 s" in issue and "startup_timeout_s" in issue for issue in entry["known_issues"])
+
+
+def test_this_hosts_share_and_its_launches_in_alternating_rounds(engine_python, model_dir, tmp_path, port):
+    result = plan(engine_python(), model_dir, tmp_path, port, tier=1, aa=True, launches=2,
+                  fleet=["gpu-b", "gpu-a"], host="gpu-b")
+    optimizations = [v["id"] for v in result["variants"] if v["id"] not in ("baseline", "baseline_aa")]
+    share = [v["id"] for v in result["share"]]
+    assert share == ["baseline"] + optimizations[1::2] + ["baseline_aa"]
+    assert [r["cell_name"] for r in result["runs"]] == share + ["%s.launch2" % i for i in reversed(share)]
