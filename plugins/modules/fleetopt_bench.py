@@ -430,7 +430,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engine import SLO_KEYS, BenchmarkFailed, redact_argv
-from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engines import get_adapter
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engines import ADAPTERS, get_adapter
 from ansible_collections.fleetopt.campaign.plugins.module_utils import fleetopt_bench_client, fleetopt_placement
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_power import PowerSampler
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_process import pid_alive, process_identity, same_process, session_pids, signal_session
@@ -453,7 +453,7 @@ MEASURE_ARGS = ["python", "base_url", "served_model_name", "tokenizer", "concurr
 
 def module_args():
     return dict(
-        engine=dict(type="str", choices=["sglang", "vllm"], required=True),
+        engine=dict(type="str", choices=sorted(ADAPTERS), required=True),
         python=dict(type="path"),
         engine_version=dict(type="str"),
         base_url=dict(type="str"),
