@@ -4,27 +4,14 @@ server that dies during it (what fleetopt_bench and fleetopt_server make of the 
 The first three tests share one server, in order: its start and a second start that changes
 nothing, the per-request token timings it serves, then its stop.
 
-Token timings (issue 12):
-With the first tiny model (hidden 64, 2 layers) a decode step took well under a millisecond of
-engine time, the API server fell behind, and the benchmark client received tokens in bursts a few
-microseconds apart: the median inter-token latency was 2-3 us and time to first token 72-94 % of a
-request, so ITL and TPOT meant nothing. This test serves the model the role generates, runs the
-engine's own benchmark client with --save-detailed and checks the per-request `itls` and `ttfts`.
-
-Figures behind the thresholds, measured on the 2-core development machine while other sessions
-loaded it (load average 5-16), 64 input and 64 output tokens:
-  hidden 256 / 4 layers (the default): median ITL 13 ms at concurrency 1 (lowest per-request
-    median 9 ms), 17 ms at concurrency 4; ITLs under 0.5 ms 3-5 % at c=1, 0 % at c=4;
-    TTFT 14 % (median) and 17 % (max) of a request's end-to-end latency at c=1.
-  hidden 64 / 2 layers (the old model): median ITL 0.00-0.01 ms at c=1 and c=4; ITLs under 0.5 ms
-    90 % at c=1 and 55 % at c=4; TTFT 82 % of end-to-end latency at c=1.
-The floor of 1 ms is a tenth of the slowest request's median measured with the default model,
-so a faster CI machine still passes, and a hundred times the old model's median. A loaded machine
-stalls the API server now and then and the tokens of the stall arrive together, hence the allowance
-of a quarter of the ITLs under 0.5 ms at concurrency 1 (the old model: 90 %).
-At concurrency 4 the share of bursts says how busy the API server is, not whether a decode step is
-measurable: CI's machine, faster than this one (median ITL 5.8 ms at c=1), saw 36 % at c=4 where
-this one sees 0 %. There the median ITL is the check (the old model: 0.01 ms).
+Token timings: the model the set-up generates must make a decode step cost measurable engine time, or ITL and
+TPOT mean nothing (a model too small has the API server fall behind, and the client receives tokens in bursts
+microseconds apart, with time to first token most of a request). The test runs the engine's own client with
+--save-detailed and checks the per-request `itls` and `ttfts`: the median inter-token latency at concurrency 1 and 4
+is above 1 ms (a tenth of what the default model gives on a 2-core machine, so a faster host passes; a hundred
+times the too-small model's), and time to first token is a minority of a request at concurrency 1. A loaded host
+only slows decode steps, so neither check depends on the host's speed; how often a loaded API server delivers
+tokens together does, and is not asserted.
 """
 import json
 import os
@@ -41,8 +28,6 @@ from helpers import free_port, pid_gone
 from module_runner import run_module
 
 ITL_FLOOR_S = 0.001
-BURST_S = 0.0005
-MAX_BURST_SHARE = 0.25
 MAX_TTFT_SHARE = 0.5
 OUTPUT_LEN = 64
 
@@ -86,12 +71,9 @@ def bench(engine, base_url, result_dir, concurrency, prompts, warmups):
 
 def timings(result):
     itls = [gap for request in result["itls"] for gap in request]
-    # Fewer than OUTPUT_LEN - 1 gaps in a request means the server merged tokens into one chunk: a burst too.
     return {
         "median_itl_ms": 1000 * statistics.median(itls),
         "slowest_request_median_itl_ms": 1000 * min(statistics.median(r) for r in result["itls"]),
-        "burst_share": (sum(1 for gap in itls if gap < BURST_S) + len(result["itls"]) * (OUTPUT_LEN - 1) - len(itls))
-                       / (len(result["itls"]) * (OUTPUT_LEN - 1)),
         "ttft_share": [ttft / e2e for ttft, e2e in zip(result["ttfts"], result["latencies"])],
     }
 
@@ -105,7 +87,6 @@ def test_decode_steps_take_measurable_time_and_ttft_is_a_minority_of_a_request(l
     seen = {c: timings(r) for c, r in results.items()}
     for concurrency, t in seen.items():
         assert t["median_itl_ms"] > 1000 * ITL_FLOOR_S, (concurrency, seen)
-    assert seen[1]["burst_share"] < MAX_BURST_SHARE, seen
     assert statistics.median(seen[1]["ttft_share"]) < MAX_TTFT_SHARE, seen
 
 
