@@ -224,8 +224,8 @@ def _spread_words(noise):
         launch = "the launch means vary by %s from launch to launch" % _pct(noise["launch_cv_pct"])
     else:
         launch = "the A/A's two launches differ by %s" % _pct(abs(noise["aa_change_pct"]))
-    return "%s while the trials within a launch vary by %s (c=%s)" % (launch, _pct(noise["trial_cv_pct"]),
-                                                                  noise["concurrency"])
+    return "%s while the trials within a launch vary by %s (c=%s)" % (
+        launch, _pct(noise["trial_cv_pct"]), noise["concurrency"])
 
 
 def _other_hosts(gpus):
@@ -275,10 +275,12 @@ def _host_advice(summary, host, folder):
     others = _other_hosts(_gpus(summary, name))
     if where == "launch":
         text = "on %s %s, so more trials will not help" % (name, _spread_words(noise))
-        text += (", more launches will: about %d per variant (campaign_launches: %d) would resolve %s" % (
-            needed, needed, _pct(minimum)) if practical else
-            ", and resolving %s would take %s per variant: %s would resolve more" % (_pct(minimum), many,
-                                                                                      _either(others)))
+        if practical:
+            text += ", more launches will: about %d per variant (campaign_launches: %d) would resolve %s" % (
+                needed, needed, _pct(minimum))
+        else:
+            text += ", and resolving %s would take %s per variant: %s would resolve more" % (
+                _pct(minimum), many, _either(others))
     elif where == "trial":
         text = "on %s %s, so %s would narrow the intervals" % (
             name, _spread_words(noise), _either(["more trials per launch (campaign_bench_trials)"] + others))
