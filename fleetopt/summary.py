@@ -163,26 +163,19 @@ def trials_by_launch(row, metric):
     return by_launch
 
 
-def launch_trials(row, metric):
-    """The trials of `metric` of a measured row, per launch, in launch order."""
-    by_launch = trials_by_launch(row, metric)
-    return [by_launch[launch] for launch in sorted(by_launch)]
-
-
 def means_by_launch(row, metric):
     """{launch number: the mean of `metric` over that launch's trials} of a measured row."""
     return dict((launch, sum(trials) / len(trials)) for launch, trials in trials_by_launch(row, metric).items())
 
 
-def launch_means(row, metric):
-    """The mean of `metric` over each launch's trials of a measured row, in launch order."""
-    by_launch = means_by_launch(row, metric)
+def in_launch_order(by_launch):
+    """The values of a {launch number: value} mapping, in launch order."""
     return [by_launch[launch] for launch in sorted(by_launch)]
 
 
 def launch_floor(row, metric):
     """The least variance of one of the row's launch means, from its own trials (stats.launch_mean_floor)."""
-    return stats.launch_mean_floor(launch_trials(row, metric))
+    return stats.launch_mean_floor(in_launch_order(trials_by_launch(row, metric)))
 
 
 def pooled_launch_variances(rows, by_round=False):
@@ -216,7 +209,7 @@ def launch_sides(pooled, rows, metric):
     spread = blocked[:2] if rounds else pooled.get(key)
     if spread is None:
         return None
-    return {"means": [launch_means(row, metric) for row in rows], "spread": spread,
+    return {"means": [in_launch_order(means_by_launch(row, metric)) for row in rows], "spread": spread,
             "floors": [launch_floor(row, metric) for row in rows], "rounds": rounds}
 
 
