@@ -89,10 +89,17 @@ if [ $# -eq 0 ]; then
   # collection's plugins (tests/unit/plugins) are ansible-test's, run on the tarball by the job above.
   pytest_step "unit and integration tests (pytest -n 4)" unit --durations=10 -n 4 \
     -m "not e2e and not browser" --ignore=tests/unit/plugins
-  # The container fleet's test needs the host image the molecule job builds. Most end-to-end tests wait on a
-  # scripted engine's planted timing, so they run three files at a time (a file's tests share its fixtures).
+  # The container fleet's test needs the host image the molecule job builds. Most end-to-end tests wait on
+  # processes, so they run three files at a time (a file's tests share its fixtures). These time what a server
+  # delivers (token gaps, a p99 TTFT against an SLO) or a Ctrl-C, which a second file's engine on the same two
+  # cores changes: they run after, one at a time.
+  timed_e2e=(tests/e2e/test_vllm_lifecycle.py tests/e2e/test_scripted_engine.py tests/e2e/test_recommendation.py
+             tests/e2e/test_controller_gone.py)
   wait_job molecule
-  pytest_step "end-to-end tests (pytest -n 3, by file)" e2e --durations=25 -n 3 --dist loadfile -m e2e
+  pytest_step "end-to-end tests (pytest -n 3, by file)" e2e --durations=25 -n 3 --dist loadfile -m e2e \
+    $(printf -- '--ignore=%s ' "${timed_e2e[@]}")
+  pytest_step "end-to-end tests that time a server or a Ctrl-C (one at a time)" e2e-timed --durations=10 -m e2e \
+    "${timed_e2e[@]}"
   wait_job chromium
   pytest_step "browser tests" browser --durations=10 -m browser
 else
