@@ -91,10 +91,10 @@ if [ $# -eq 0 ]; then
     -m "not e2e and not browser" --ignore=tests/unit/plugins
   # The container fleet's test needs the host image the molecule job builds. Most end-to-end tests wait on
   # processes, so they run three files at a time (a file's tests share its fixtures). These time what a server
-  # delivers (token gaps, a p99 TTFT against an SLO) or a Ctrl-C, which a second file's engine on the same two
-  # cores changes: they run after, one at a time.
+  # delivers (token gaps, a p99 TTFT against an SLO, an A/A's spread) or a Ctrl-C, which a second file's engine
+  # on the same two cores changes: they run after, one at a time.
   timed_e2e=(tests/e2e/test_vllm_lifecycle.py tests/e2e/test_scripted_engine.py tests/e2e/test_recommendation.py
-             tests/e2e/test_controller_gone.py)
+             tests/e2e/test_controller_gone.py tests/e2e/test_verdicts.py)
   wait_job molecule
   pytest_step "end-to-end tests (pytest -n 3, by file)" e2e --durations=25 -n 3 --dist loadfile -m e2e \
     $(printf -- '--ignore=%s ' "${timed_e2e[@]}")
