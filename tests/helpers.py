@@ -1,6 +1,9 @@
 """Paths and small utilities shared by the tests."""
+import os
 import pathlib
 import socket
+import subprocess
+import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -78,3 +81,14 @@ class ForeignListener:
     def __exit__(self, *exc):
         self.process.terminate()
         self.process.wait()
+
+
+def run_local_playbook(playbook, timeout=300):
+    """`ansible-playbook` of this venv on `playbook` against localhost (local connection, this interpreter), with the
+    project's ansible.cfg; returns (exit code, its output)."""
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+    proc = subprocess.run([str(pathlib.Path(sys.executable).parent / "ansible-playbook"), "-i", "localhost,",
+                           "-c", "local", "-e", "ansible_python_interpreter=%s" % sys.executable, str(playbook)],
+                          cwd=str(ROOT), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          universal_newlines=True, timeout=timeout, check=False)
+    return proc.returncode, proc.stdout

@@ -1,11 +1,8 @@
 """roles/campaign/templates/cell.json.j2 rendered by Ansible itself, with results registered by
 real tasks (a skipped task's result included): the status comes from fleetopt_cell_outcome."""
 import json
-import os
-import subprocess
-import sys
 
-from helpers import ROOT
+from helpers import ROOT, run_local_playbook
 
 PLAYBOOK = """
 - name: Render cells
@@ -58,11 +55,8 @@ PLAYBOOK = """
 def test_the_cell_template_takes_status_reason_and_failure_from_the_filter(tmp_path):
     playbook = tmp_path / "cells.yml"
     playbook.write_text(PLAYBOOK % {"root": ROOT, "out": tmp_path})
-    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
-    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,",
-                           "-c", "local", "-e", "ansible_python_interpreter=%s" % sys.executable, str(playbook)], cwd=str(ROOT), env=env, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, timeout=300, check=False)
-    assert proc.returncode == 0, proc.stdout.decode()
+    rc, output = run_local_playbook(playbook)
+    assert rc == 0, output
     ok = json.loads((tmp_path / "ok.json").read_text())
     assert (ok["status"], ok["reason"], ok["failure"], ok["host_lost"]) == ("ok", None, None, False)
     assert ok["startup"]["startup_s"] == 3.5 and ok["startup"]["log_on_controller"] == "logs/localhost/server.log"

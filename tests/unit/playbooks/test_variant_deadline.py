@@ -3,16 +3,12 @@ plan is given the campaign's deadline (roles/campaign/tasks/plan.yml) and the se
 (roles/campaign/tasks/measure.yml), so a torch.compile variant is not stopped mid-compile at the campaign's deadline
 and a hung baseline is not waited on for as long as torch.compile needs."""
 import json
-import os
-import pathlib
-import subprocess
-import sys
 
 import yaml
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 
-from helpers import ROOT
+from helpers import ROOT, run_local_playbook
 
 TASKS = ROOT / "roles" / "campaign" / "tasks"
 
@@ -88,11 +84,8 @@ CELLS = """
 def test_a_cell_records_the_deadline_its_launch_had_and_a_timeouts_reason_names_it(tmp_path):
     playbook = tmp_path / "cells.yml"
     playbook.write_text(CELLS % {"root": ROOT, "out": tmp_path})
-    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
-    proc = subprocess.run([str(pathlib.Path(sys.executable).parent / "ansible-playbook"), "-i", "localhost,",
-                           "-c", "local", "-e", "ansible_python_interpreter=%s" % sys.executable, str(playbook)],
-                          cwd=str(ROOT), env=env, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    rc, output = run_local_playbook(playbook)
+    assert rc == 0, output[-6000:]
     timed_out = json.loads((tmp_path / "timeout.json").read_text())
     assert timed_out["status"] == "timeout"
     assert timed_out["reason"] == ("sglang not ready after 900 s (last phase: cuda_graph); stopped it; "
