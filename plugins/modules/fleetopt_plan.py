@@ -442,8 +442,6 @@ def main():
         module.fail_json(msg="give a tier or a list of optimization ids, not both")
     if p["launches"] < 1:
         module.fail_json(msg="launches must be at least 1, not %d" % p["launches"])
-    if p["spread"] and len(p["fleet"]) > 1 and p["host"] not in p["fleet"]:
-        module.fail_json(msg="host %s is not in the fleet %s" % (p["host"], ", ".join(sorted(p["fleet"]))))
     if seconds(p["startup_timeout"]) is None:
         module.fail_json(msg="startup_timeout must be a positive number of seconds, not %r" % p["startup_timeout"])
     try:
@@ -480,7 +478,10 @@ def main():
                                  p["aa"], patches, p["startup_timeout"], p["catalog"].get("optimizations") or [])
     except ValueError as exc:  # a catalog's bad version range, or an installed version that is not PEP 440
         module.fail_json(msg="cannot plan for %s %s: %s" % (p["engine"], version, exc))
-    share = host_share(variants, p["fleet"], p["host"], p["spread"])
+    try:
+        share = host_share(variants, p["fleet"], p["host"], p["spread"])
+    except ValueError as exc:
+        module.fail_json(msg=str(exc))
     module.exit_json(changed=False, engine_version=version, host=host, model_info=model, stack=stack,
                      variants=variants, share=share, runs=launch_order(share, p["launches"]))
 
