@@ -37,14 +37,15 @@ run_step() {  # name, command...
   [ "$code" -eq 0 ] || status=1
 }
 
-# Jobs that share nothing with the steps and mostly wait on pip, apt or podman run beside them;
-# their output goes to a log each, printed once the job has been waited for.
+# Jobs that run beside the steps, their output in a log each, printed once the job has been waited for.
+# They run at a lower CPU priority (nice 10): a step in the foreground, whose tests time what a server
+# delivers, takes the CPU first, and a job takes what the step leaves idle.
 declare -A job_pid job_name job_log job_begun
 start_job() {  # key, name, log, command...
   local key=$1 name=$2 log=$3
   shift 3
   echo "== $name: started beside the steps (at $(elapsed)), output in $log"
-  "$@" > "$log" 2>&1 &
+  nice -n 10 "$@" > "$log" 2>&1 &
   job_pid[$key]=$! job_name[$key]=$name job_log[$key]=$log job_begun[$key]=$SECONDS
 }
 wait_job() {  # key
@@ -72,12 +73,16 @@ sglang_client_build=$!
 
 start_job ansible_test "ansible-test sanity and units (the collection, from its tarball)" artifacts/ansible-test.log \
   scripts/ansible_test.sh
+# The container fleet's host image first (apt inside a container: minutes on a fresh machine), which
+# tests/e2e/test_container_fleet.py uses: artifacts/fleet-image.done says it is there. Then molecule.
+image_done=artifacts/fleet-image.done
+rm -f "$image_done"
 if [ -x tests/molecule/run_all.sh ] && [ "${FLEETOPT_SKIP_MOLECULE:-0}" != 1 ]; then
-  # Then the container fleet's host image (apt inside a container: minutes on a fresh machine),
-  # which tests/e2e/test_container_fleet.py uses.
-  start_job molecule "molecule, then the container fleet's host image" artifacts/molecule.log bash -c \
-    'tests/molecule/run_all.sh; code=$?; echo "== playbooks/containers.yml -e state=image"
-     ansible-playbook playbooks/containers.yml -e state=image || code=1; exit $code'
+  start_job molecule "the container fleet's host image, then molecule" artifacts/molecule.log bash -c \
+    'echo "== playbooks/containers.yml -e state=image"; ansible-playbook playbooks/containers.yml -e state=image
+     code=$?; echo "$code" > '"$image_done"'; tests/molecule/run_all.sh || code=1; exit $code'
+else
+  echo skipped > "$image_done"
 fi
 start_job lint "ansible-lint" artifacts/ansible-lint.log ansible-lint
 start_job chromium "Chromium for the browser tests" artifacts/chromium.log tests/browser/ensure_chromium.sh
@@ -89,17 +94,21 @@ if [ $# -eq 0 ]; then
   # collection's plugins (tests/unit/plugins) are ansible-test's, run on the tarball by the job above.
   pytest_step "unit and integration tests (pytest -n 4)" unit --durations=10 -n 4 \
     -m "not e2e and not browser" --ignore=tests/unit/plugins
-  # The container fleet's test needs the host image the molecule job builds. Most end-to-end tests wait on
-  # processes, so they run three files at a time (a file's tests share its fixtures). These time what a server
-  # delivers (token gaps, a p99 TTFT against an SLO, an A/A's spread) or a Ctrl-C, which a second file's engine
-  # on the same two cores changes: they run after, one at a time.
+  # Most end-to-end tests wait on processes, so they run three files at a time (a file's tests share its fixtures),
+  # as a job beside the step below, once the container fleet's host image is there. These time what a server
+  # delivers (token gaps, a p99 TTFT against an SLO, an A/A's spread) or a Ctrl-C, which a second engine at the
+  # same priority on the same two cores changes: they run in the foreground step, one file at a time, and take the
+  # CPU first.
   timed_e2e=(tests/e2e/test_vllm_lifecycle.py tests/e2e/test_scripted_engine.py tests/e2e/test_recommendation.py
              tests/e2e/test_controller_gone.py tests/e2e/test_verdicts.py)
-  wait_job molecule
-  pytest_step "end-to-end tests (pytest -n 3, by file)" e2e --durations=25 -n 3 --dist loadfile -m e2e \
-    $(printf -- '--ignore=%s ' "${timed_e2e[@]}")
+  mkdir -p "$temproot/e2e"
+  start_job e2e "end-to-end tests (pytest -n 3, by file)" artifacts/e2e.log bash -c \
+    'until [ -s "$0" ]; do sleep 2; done; echo "== the container fleet image: exit $(cat "$0")"; temp=$1; shift
+     exec env PYTEST_DEBUG_TEMPROOT="$temp" python -m pytest -p no:cacheprovider --durations=25 -n 3 --dist loadfile \
+       -m e2e "$@"' "$image_done" "$temproot/e2e" $(printf -- '--ignore=%s ' "${timed_e2e[@]}")
   pytest_step "end-to-end tests that time a server or a Ctrl-C (one at a time)" e2e-timed --durations=10 -m e2e \
     "${timed_e2e[@]}"
+  wait_job e2e
   wait_job chromium
   pytest_step "browser tests" browser --durations=10 -m browser
 else
