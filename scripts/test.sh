@@ -38,14 +38,16 @@ run_step() {  # name, command...
 }
 
 # Jobs that run beside the steps, their output in a log each, printed once the job has been waited for.
-# They run at a lower CPU priority (nice 10): a step in the foreground, whose tests time what a server
-# delivers, takes the CPU first, and a job takes what the step leaves idle.
+# They run under the idle scheduling policy (chrt --idle, inherited by what they start, containers
+# included): a step in the foreground, whose tests time what a server delivers, has the CPU whenever it
+# wants it, and a job takes what the step leaves idle. (Under nice 10 the foreground's vLLM still
+# delivered its tokens in bursts and the scripted engine's TTFT broke its SLO, as with no priority.)
 declare -A job_pid job_name job_log job_begun
 start_job() {  # key, name, log, command...
   local key=$1 name=$2 log=$3
   shift 3
   echo "== $name: started beside the steps (at $(elapsed)), output in $log"
-  nice -n 10 "$@" > "$log" 2>&1 &
+  chrt --idle 0 "$@" > "$log" 2>&1 &
   job_pid[$key]=$! job_name[$key]=$name job_log[$key]=$log job_begun[$key]=$SECONDS
 }
 wait_job() {  # key
@@ -97,7 +99,7 @@ if [ $# -eq 0 ]; then
   # Most end-to-end tests wait on processes, so they run three files at a time (a file's tests share its fixtures),
   # as a job beside the step below, once the container fleet's host image is there. These time what a server
   # delivers (token gaps, a p99 TTFT against an SLO, an A/A's spread) or a Ctrl-C, which a second engine at the
-  # same priority on the same two cores changes: they run in the foreground step, one file at a time, and take the
+  # same priority on the same two cores changes: they run in the foreground step, one file at a time, and have the
   # CPU first.
   timed_e2e=(tests/e2e/test_vllm_lifecycle.py tests/e2e/test_scripted_engine.py tests/e2e/test_recommendation.py
              tests/e2e/test_controller_gone.py tests/e2e/test_verdicts.py)
