@@ -38,16 +38,12 @@ run_step() {  # name, command...
 }
 
 # Jobs that run beside the steps, their output in a log each, printed once the job has been waited for.
-# They run under the idle scheduling policy (chrt --idle, inherited by what they start, containers
-# included): a step in the foreground, whose tests time what a server delivers, has the CPU whenever it
-# wants it, and a job takes what the step leaves idle. (Under nice 10 the foreground's vLLM still
-# delivered its tokens in bursts and the scripted engine's TTFT broke its SLO, as with no priority.)
 declare -A job_pid job_name job_log job_begun
 start_job() {  # key, name, log, command...
   local key=$1 name=$2 log=$3
   shift 3
   echo "== $name: started beside the steps (at $(elapsed)), output in $log"
-  chrt --idle 0 "$@" > "$log" 2>&1 &
+  "$@" > "$log" 2>&1 &
   job_pid[$key]=$! job_name[$key]=$name job_log[$key]=$log job_begun[$key]=$SECONDS
 }
 wait_job() {  # key
@@ -68,52 +64,54 @@ pytest_step() {  # name, temporary folder's name, pytest arguments...
   run_step "$name" env PYTEST_DEBUG_TEMPROOT="$temp" python -m pytest -p no:cacheprovider "$@"
 }
 
-# SGLang's benchmark client (two venvs, minutes to build on a fresh machine) is built beside the
-# rest; tests/e2e/test_sglang_client.py waits for it through the build's lock.
-setsid python tests/fixtures/sglang/client/provision.py 0.5.9 0.5.23 > artifacts/sglang-client-provision.log 2>&1 &
-sglang_client_build=$!
-
-start_job ansible_test "ansible-test sanity and units (the collection, from its tarball)" artifacts/ansible-test.log \
-  scripts/ansible_test.sh
-# The container fleet's host image first (apt inside a container: minutes on a fresh machine), which
-# tests/e2e/test_container_fleet.py uses: artifacts/fleet-image.done says it is there. Then molecule.
+start_jobs() {
+  # SGLang's benchmark client (two venvs, minutes to build on a fresh machine) is built beside the
+  # rest; tests/e2e/test_sglang_client.py waits for it through the build's lock.
+  setsid python tests/fixtures/sglang/client/provision.py 0.5.9 0.5.23 > artifacts/sglang-client-provision.log 2>&1 &
+  sglang_client_build=$!
+  start_job ansible_test "ansible-test sanity and units (the collection, from its tarball)" artifacts/ansible-test.log \
+    scripts/ansible_test.sh
+  # The container fleet's host image first (apt inside a container: minutes on a fresh machine), which
+  # tests/e2e/test_container_fleet.py uses: artifacts/fleet-image.done says it is there. Then molecule.
+  rm -f "$image_done"
+  if [ -x tests/molecule/run_all.sh ] && [ "${FLEETOPT_SKIP_MOLECULE:-0}" != 1 ]; then
+    start_job molecule "the container fleet's host image, then molecule" artifacts/molecule.log bash -c \
+      'echo "== playbooks/containers.yml -e state=image"; ansible-playbook playbooks/containers.yml -e state=image
+       code=$?; echo "$code" > '"$image_done"'; tests/molecule/run_all.sh || code=1; exit $code'
+  else
+    echo skipped > "$image_done"
+  fi
+  start_job lint "ansible-lint" artifacts/ansible-lint.log ansible-lint
+  start_job chromium "Chromium for the browser tests" artifacts/chromium.log tests/browser/ensure_chromium.sh
+}
 image_done=artifacts/fleet-image.done
-rm -f "$image_done"
-if [ -x tests/molecule/run_all.sh ] && [ "${FLEETOPT_SKIP_MOLECULE:-0}" != 1 ]; then
-  start_job molecule "the container fleet's host image, then molecule" artifacts/molecule.log bash -c \
-    'echo "== playbooks/containers.yml -e state=image"; ansible-playbook playbooks/containers.yml -e state=image
-     code=$?; echo "$code" > '"$image_done"'; tests/molecule/run_all.sh || code=1; exit $code'
-else
-  echo skipped > "$image_done"
-fi
-start_job lint "ansible-lint" artifacts/ansible-lint.log ansible-lint
-start_job chromium "Chromium for the browser tests" artifacts/chromium.log tests/browser/ensure_chromium.sh
+sglang_client_build=
 
 run_step "setup_local.yml: the local engine the end-to-end tests use" ansible-playbook playbooks/setup_local.yml
 
 if [ $# -eq 0 ]; then
+  # The tests that time what a real server delivers (vLLM's token gaps, the scripted engine's planted timing as
+  # vLLM's client measures it) run first, with nothing beside them: on two cores any other process changes it.
+  timed_e2e=(tests/e2e/test_vllm_lifecycle.py tests/e2e/test_scripted_engine.py)
+  pytest_step "end-to-end tests that time what a server delivers (alone)" e2e-timed --durations=10 -m e2e \
+    "${timed_e2e[@]}"
+  start_jobs
+  # Most end-to-end tests wait on processes, so they run three files at a time (a file's tests share its fixtures),
+  # as a job beside the step below, once the container fleet's host image is there.
+  mkdir -p "$temproot/e2e"
+  start_job e2e "end-to-end tests (pytest -n 3, by file)" artifacts/e2e.log bash -c \
+    'until [ -s "$0" ]; do sleep 2; done; echo "== the container fleet image: exit $(cat "$0")"; temp=$1; shift
+     exec env PYTHONUNBUFFERED=1 PYTEST_DEBUG_TEMPROOT="$temp" python -m pytest -p no:cacheprovider --durations=25 -n 3 \
+       --dist loadfile -m e2e "$@"' "$image_done" "$temproot/e2e" $(printf -- '--ignore=%s ' "${timed_e2e[@]}")
   # Most of these wait on the processes they start, so they run four at a time. The tests of the
   # collection's plugins (tests/unit/plugins) are ansible-test's, run on the tarball by the job above.
   pytest_step "unit and integration tests (pytest -n 4)" unit --durations=10 -n 4 \
     -m "not e2e and not browser" --ignore=tests/unit/plugins
-  # Most end-to-end tests wait on processes, so they run three files at a time (a file's tests share its fixtures),
-  # as a job beside the step below, once the container fleet's host image is there. These time what a server
-  # delivers (token gaps, a p99 TTFT against an SLO, an A/A's spread) or a Ctrl-C, which a second engine at the
-  # same priority on the same two cores changes: they run in the foreground step, one file at a time, and have the
-  # CPU first.
-  timed_e2e=(tests/e2e/test_vllm_lifecycle.py tests/e2e/test_scripted_engine.py tests/e2e/test_recommendation.py
-             tests/e2e/test_controller_gone.py tests/e2e/test_verdicts.py)
-  mkdir -p "$temproot/e2e"
-  start_job e2e "end-to-end tests (pytest -n 3, by file)" artifacts/e2e.log bash -c \
-    'until [ -s "$0" ]; do sleep 2; done; echo "== the container fleet image: exit $(cat "$0")"; temp=$1; shift
-     exec env PYTEST_DEBUG_TEMPROOT="$temp" python -m pytest -p no:cacheprovider --durations=25 -n 3 --dist loadfile \
-       -m e2e "$@"' "$image_done" "$temproot/e2e" $(printf -- '--ignore=%s ' "${timed_e2e[@]}")
-  pytest_step "end-to-end tests that time a server or a Ctrl-C (one at a time)" e2e-timed --durations=10 -m e2e \
-    "${timed_e2e[@]}"
   wait_job e2e
   wait_job chromium
   pytest_step "browser tests" browser --durations=10 -m browser
 else
+  start_jobs
   wait_job molecule
   wait_job chromium
   pytest_step "pytest $*" args --durations=25 "$@"
@@ -124,7 +122,7 @@ for key in chromium lint molecule ansible_test; do
 done
 
 # A build no test waited for (a run of some tests only) is not left behind; the next run redoes it.
-kill -- -"$sglang_client_build" 2>/dev/null
+[ -n "$sglang_client_build" ] && kill -- -"$sglang_client_build" 2>/dev/null
 
 echo "== real-engine start-ups: $(wc -l < "$FLEETOPT_REAL_STARTUPS_LOG") (one line each in $FLEETOPT_REAL_STARTUPS_LOG)"
 echo "== done, status $status, total wall time $((SECONDS - started)) s"

@@ -1,7 +1,9 @@
 """Paths and small utilities shared by the tests."""
+import json
 import os
 import pathlib
 import socket
+import stat
 import subprocess
 import sys
 
@@ -92,3 +94,39 @@ def run_local_playbook(playbook, timeout=300):
                           cwd=str(ROOT), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           universal_newlines=True, timeout=timeout, check=False)
     return proc.returncode, proc.stdout
+
+
+# The engines' client modules that a scripted interpreter answers with tests/scripted_process.py.
+CLIENT_MODULES = ("vllm.entrypoints.cli.main", "sglang.bench_serving", "sglang.benchmark.serving")
+
+
+def scripted_python(folder, scenario, name="python"):
+    """Write `folder/name`, an 'engine interpreter' that runs a scenario instead of the engine (see
+    scripted_process.py), and return its path.
+
+    Asked to run fleetopt's kept benchmark client, it runs the real client program, which then
+    finds the engines' client modules as stand-ins that play the scenario.
+    """
+    folder = pathlib.Path(folder)
+    modules = folder / (name + "-client-modules")
+    for module in CLIENT_MODULES:
+        parts = module.split(".")
+        for depth in range(1, len(parts)):
+            package = modules.joinpath(*parts[:depth])
+            package.mkdir(parents=True, exist_ok=True)
+            (package / "__init__.py").touch()
+        modules.joinpath(*parts[:-1], parts[-1] + ".py").write_text(
+            "import sys\nimport scripted_process\n\nscripted_process.run(%r, sys.argv[1:])\n" % scenario)
+    path = folder / name
+    path.write_text(
+        "#!/bin/sh\n"
+        "case \"$1\" in *fleetopt_bench_client.py) PYTHONPATH=%s:%s exec %s \"$@\";; esac\n"
+        "exec %s %s %s \"$@\"\n" % (
+            modules, ROOT / "tests", sys.executable,
+            sys.executable, ROOT / "tests" / "scripted_process.py", _shell_quote(json.dumps(scenario))))
+    path.chmod(path.stat().st_mode | stat.S_IEXEC)
+    return str(path)
+
+
+def _shell_quote(text):
+    return "'" + text.replace("'", "'\"'\"'") + "'"

@@ -6,6 +6,7 @@ import sys
 import pytest
 import yaml
 
+import helpers
 from helpers import ROOT, free_port
 
 # A test module may import a sibling's constants or fixtures (from test_server_module import READY).
@@ -28,38 +29,10 @@ def vllm_spec():
 
 @pytest.fixture
 def scripted_python(tmp_path):
-    """An 'engine interpreter' that runs a scenario instead of the engine (see scripted_process.py).
-
-    Asked to run fleetopt's kept benchmark client, it runs the real client program, which then
-    finds the engines' client modules as stand-ins that play the scenario.
-    """
+    """An 'engine interpreter' that runs a scenario instead of the engine (helpers.scripted_python)."""
     def make(scenario, name="python"):
-        modules = tmp_path / (name + "-client-modules")
-        for module in CLIENT_MODULES:
-            parts = module.split(".")
-            for depth in range(1, len(parts)):
-                package = modules.joinpath(*parts[:depth])
-                package.mkdir(parents=True, exist_ok=True)
-                (package / "__init__.py").touch()
-            modules.joinpath(*parts[:-1], parts[-1] + ".py").write_text(
-                "import sys\nimport scripted_process\n\nscripted_process.run(%r, sys.argv[1:])\n" % scenario)
-        path = tmp_path / name
-        path.write_text(
-            "#!/bin/sh\n"
-            "case \"$1\" in *fleetopt_bench_client.py) PYTHONPATH=%s:%s exec %s \"$@\";; esac\n"
-            "exec %s %s %s \"$@\"\n" % (
-                modules, ROOT / "tests", sys.executable,
-                sys.executable, ROOT / "tests" / "scripted_process.py", _shell_quote(json.dumps(scenario))))
-        path.chmod(path.stat().st_mode | stat.S_IEXEC)
-        return str(path)
+        return helpers.scripted_python(tmp_path, scenario, name)
     return make
-
-
-CLIENT_MODULES = ("vllm.entrypoints.cli.main", "sglang.bench_serving", "sglang.benchmark.serving")
-
-
-def _shell_quote(text):
-    return "'" + text.replace("'", "'\"'\"'") + "'"
 
 
 @pytest.fixture

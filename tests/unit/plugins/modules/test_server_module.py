@@ -83,7 +83,8 @@ def test_process_death_without_a_known_line_is_reported_at_once(scripted_python,
     python = scripted_python({"lines": [[0.1, "starting"], [0.5, "bye"]], "exit_code": 3})
     started = time.time()
     result = run_module("fleetopt_server", server_args(python, startup_timeout=60))
-    assert time.time() - started < 5
+    # At once: long before the start-up deadline, however busy the host.
+    assert time.time() - started < 30
     assert result["server"]["status"] == "crashed"
     assert result["server"]["failure"]["failure_class"] == "process_exited"
     assert result["server"]["exit_code"] == 3
