@@ -453,8 +453,13 @@ class LogWatcher:
             if not match:
                 continue
             info = {k: v for k, v in match.groupdict().items() if v is not None}
-            if event == "start" and name not in self.phases:
-                self.phases[name] = {"start": now, "line": self.line_no, "info": info}
+            if event == "start" and (name not in self.phases or self.phases[name].get("info_only")):
+                # A phase that an info line announced (SGLang says why it disables prefill graphs before its
+                # decode capture begins) starts at its start line, where it becomes the current phase.
+                earlier = self.phases.pop(name, {}).get("info", {})
+                if name in self.phase_order:
+                    self.phase_order.remove(name)
+                self.phases[name] = {"start": now, "line": self.line_no, "info": dict(earlier, **info)}
                 self.phase_order.append(name)
                 self.phase = name
                 self.last_progress_line = self.line_no
@@ -462,7 +467,7 @@ class LogWatcher:
             elif name in self.phases:
                 self.phases[name]["info"].update(info)
             elif event == "info":
-                self.phases[name] = {"start": now, "line": self.line_no, "info": info}
+                self.phases[name] = {"start": now, "line": self.line_no, "info": info, "info_only": True}
                 self.phase_order.append(name)
         if self.ready_pattern is not None and self.ready_line is None and self.ready_pattern.search(text):
             self.ready_line = self.line_no

@@ -169,6 +169,34 @@ def test_real_vllm_log_yields_its_start_up_phases():
     assert w.classify() is None
 
 
+def test_a_phase_whose_info_line_comes_before_its_start_line_is_the_current_phase_from_its_start():
+    spec = dict(SPEC, phases=SPEC["phases"] + [
+        {"name": "graphs", "event": "info", "pattern": r"Disable prefill CUDA graph because (?P<why>.+)"}])
+    w = LogWatcher(spec)
+    w.feed("[x] Load weight begin. avail mem=79 GB\n", now=10.0)
+    w.feed("[x] Disable prefill CUDA graph because it is off\n", now=20.0)
+    assert w.phase == "weights"
+    w.feed("[x] Capture cuda graph begin.\n", now=21.0)
+    assert w.phase == "graphs"
+    times = w.phase_times()
+    assert list(times) == ["weights", "graphs"]
+    assert times["graphs"]["start_s"] == 11.0 and times["graphs"]["info"] == {"why": "it is off"}
+    assert times["weights"]["duration_s"] == 11.0
+
+
+def test_a_real_sglang_start_up_on_a_gpu_is_in_cuda_graph_capture_while_it_captures():
+    """SGLang 0.5.16 on the H200 logs why it disables prefill graphs just before the decode capture begins."""
+    spec = yaml.safe_load((ROOT / "library" / "engines" / "sglang.yml").read_text())
+    log = FIXTURES / "sglang" / "logs" / "h200" / "mla-default-ready.log"
+    w = LogWatcher(spec)
+    for number, line in enumerate(log.read_text(errors="replace").splitlines(keepends=True), start=1):
+        w.feed(line, now=float(number))
+        if "Capture target decode CUDA graph begin" in line:
+            break
+    assert w.phase == "cuda_graph", w.phase_order
+    assert w.phase_order[-2:] == ["kv_cache", "cuda_graph"]
+
+
 def test_an_exception_class_without_error_in_its_name_is_still_the_exception_line():
     """Triton's `OutOfResources` (triton/runtime/errors.py) ends in neither Error nor Exception."""
     spec = dict(SPEC, failures=SPEC["failures"] + [
