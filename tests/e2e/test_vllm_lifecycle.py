@@ -7,11 +7,12 @@ nothing, the per-request token timings it serves, then its stop.
 Token timings: the model the set-up generates must make a decode step cost measurable engine time, or ITL and
 TPOT mean nothing (a model too small has the API server fall behind, and the client receives tokens in bursts
 microseconds apart, with time to first token most of a request). The test runs the engine's own client with
---save-detailed and checks the per-request `itls` and `ttfts`: the median inter-token latency at concurrency 1 and 4
-is above 1 ms (a tenth of what the default model gives on a 2-core machine, so a faster host passes; a hundred
-times the too-small model's), and time to first token is a minority of a request at concurrency 1. A host loaded
-by another engine stalls the API server, which then delivers tokens together and the median gap collapses, so
-scripts/test.sh runs this file when no other test runs.
+--save-detailed. A decode step's time, the run's duration times its concurrency over the tokens it delivered, is
+above 1 ms at concurrency 1 and 4 (a tenth of what the default model gives on a 2-core machine, so a faster host
+passes; a hundred times the too-small model's); a busy host can only lengthen it. At concurrency 1 the median
+inter-token latency is above that floor too, and time to first token is a minority of a request. (At concurrency 4
+a host loaded by other processes stalls the API server, which then delivers tokens together: its per-token gaps
+are not asserted.)
 """
 import json
 import os
@@ -75,6 +76,7 @@ def timings(result):
         "median_itl_ms": 1000 * statistics.median(itls),
         "slowest_request_median_itl_ms": 1000 * min(statistics.median(r) for r in result["itls"]),
         "ttft_share": [ttft / e2e for ttft, e2e in zip(result["ttfts"], result["latencies"])],
+        "decode_step_ms": 1000 * result["duration"] * result["max_concurrency"] / result["total_output_tokens"],
     }
 
 
@@ -86,7 +88,8 @@ def test_decode_steps_take_measurable_time_and_ttft_is_a_minority_of_a_request(l
                for c, prompts in ((1, 4), (4, 8))}
     seen = {c: timings(r) for c, r in results.items()}
     for concurrency, t in seen.items():
-        assert t["median_itl_ms"] > 1000 * ITL_FLOOR_S, (concurrency, seen)
+        assert t["decode_step_ms"] > 1000 * ITL_FLOOR_S, (concurrency, seen)
+    assert seen[1]["median_itl_ms"] > 1000 * ITL_FLOOR_S, seen
     assert statistics.median(seen[1]["ttft_share"]) < MAX_TTFT_SHARE, seen
 
 
