@@ -679,18 +679,23 @@ class LogWatcher:
         """Per-phase start offsets and durations.
 
         With `origin` (the launch time) the time before the first recognised line is
-        reported as a `launch` phase: interpreter start and imports, often many seconds.
+        reported as a `launch` phase: interpreter start and imports, often many seconds. An
+        engine whose first phase is itself named `launch` has that phase start at the launch.
         """
         if not self.phase_order:
             return {}
         first = self.phases[self.phase_order[0]]["start"]
         result = {}
+        from_launch = None
         if origin is not None and first > origin:
-            result["launch"] = {"start_s": 0.0, "duration_s": round(first - origin, 3), "line": None, "info": {}}
+            if self.phase_order[0] == "launch":
+                from_launch = "launch"
+            else:
+                result["launch"] = {"start_s": 0.0, "duration_s": round(first - origin, 3), "line": None, "info": {}}
         else:
             origin = first
         for index, name in enumerate(self.phase_order):
-            start = self.phases[name]["start"]
+            start = origin if name == from_launch else self.phases[name]["start"]
             if index + 1 < len(self.phase_order):
                 stop = self.phases[self.phase_order[index + 1]]["start"]
             else:

@@ -184,6 +184,19 @@ def test_a_phase_whose_info_line_comes_before_its_start_line_is_the_current_phas
     assert times["weights"]["duration_s"] == 11.0
 
 
+def test_an_engine_phase_named_launch_spans_the_time_from_the_launch_not_from_its_line():
+    """SGLang's first phase, `launch`, is its server_args line, which it prints after its imports (25 s on the H100):
+    the time before that line is the launch phase's too, not lost to it."""
+    spec = dict(SPEC, phases=[{"name": "launch", "pattern": r"server_args="}] + SPEC["phases"])
+    w = LogWatcher(spec)
+    w.feed("[x] server_args=ServerArgs(model_path='m')\n", now=125.0)
+    w.feed("[x] Load weight begin. avail mem=79 GB\n", now=150.0)
+    times = w.phase_times(end=160.0, origin=100.0)
+    assert list(times) == ["launch", "weights"]
+    assert (times["launch"]["start_s"], times["launch"]["duration_s"], times["launch"]["line"]) == (0.0, 50.0, 1)
+    assert times["weights"]["start_s"] == 50.0
+
+
 def test_a_real_sglang_start_up_on_a_gpu_is_in_cuda_graph_capture_while_it_captures():
     """SGLang 0.5.16 on the H200 logs why it disables prefill graphs just before the decode capture begins."""
     spec = yaml.safe_load((ROOT / "library" / "engines" / "sglang.yml").read_text())
