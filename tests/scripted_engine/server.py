@@ -24,7 +24,8 @@ Scenario (JSON; every key optional):
   "per_token_s": S               time per output token after the first (default 0.01)
   "max_num_seqs": N              requests served at once when the engine is given no --max-num-seqs
                                  (default 256, vLLM's); --max-num-seqs N caps them at N, exactly: the
-                                 others wait, their wait counted in their time to first token
+                                 others wait, first come first served, their wait counted in their
+                                 time to first token
   "effects": [{"when_flags": {FLAG: VALUE}, "ttft_factor": F, "per_token_factor": F}, ...]
                                  planted effects of a variant's flags (VALUE true: the flag is given)
   "fail": {"when_flags": {...}, "kind": "crash" | "hang", "at": REGEX or "serving",
@@ -36,6 +37,7 @@ Scenario (JSON; every key optional):
   "launches_file": PATH          one line per start-up appended there (a test counts its launches)
 """
 import ast
+import collections
 import http.server
 import json
 import os
@@ -55,6 +57,45 @@ STAMP = re.compile(r"(\d\d-\d\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)")
 # The ready line: SGLang's follows Uvicorn's "Application startup complete." (after its own warm-up request).
 READY = (re.compile(r"The server is fired up and ready to roll!"), re.compile(r"Application startup complete\."))
 SHUTDOWN = re.compile(r"\[shutdown\]|Shutting down|Waiting for application shutdown|Application shutdown complete")
+
+
+class Slots(object):
+    """At most `count` requests served at once, admitted first come, first served, as the engines' schedulers do.
+
+    A freed slot is handed to the request that has waited longest. (threading.Semaphore lets a request that arrives
+    as a slot is freed take it before the one woken for it: that one could be overtaken again and again.)"""
+
+    def __init__(self, count):
+        self.free = int(count)
+        self.queue = collections.deque()
+        self.lock = threading.Lock()
+
+    @property
+    def waiting(self):
+        with self.lock:
+            return len(self.queue)
+
+    def acquire(self):
+        with self.lock:
+            if self.free and not self.queue:
+                self.free -= 1
+                return
+            turn = threading.Event()
+            self.queue.append(turn)
+        turn.wait()
+
+    def release(self):
+        with self.lock:
+            if self.queue:
+                self.queue.popleft().set()
+            else:
+                self.free += 1
+
+    def __enter__(self):
+        self.acquire()
+
+    def __exit__(self, *_):
+        self.release()
 
 
 def parse_args(argv):
@@ -112,7 +153,7 @@ class Engine(object):
                 self.ttft_s *= float(effect.get("ttft_factor", 1))
                 self.per_token_s *= float(effect.get("per_token_factor", 1))
         seqs = flags.get("--max-running-requests" if self.sglang else "--max-num-seqs", scenario.get("max_num_seqs", 256))
-        self.slots = threading.BoundedSemaphore(int(seqs))
+        self.slots = Slots(seqs)
         fail = scenario.get("fail")
         self.fail = fail if fail and matches(fail.get("when_flags"), flags) else None
         self.api_key = os.environ.get("SGLANG_API_KEY" if self.sglang else "VLLM_API_KEY")
