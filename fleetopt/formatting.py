@@ -55,7 +55,7 @@ def fmt_money(value):
 
 
 def fmt_capacity(found):
-    """'c=4', '≥ c=16' (every level held) or 'none' from a fleetopt.capacity result; '' without one."""
+    """'c=4', '≥ c=16' (every level held) or 'none' from a fleetopt.analysis.capacity result; '' without one."""
     if not found or not found.get("slo"):
         return ""
     if found.get("capacity") is None:

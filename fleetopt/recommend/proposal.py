@@ -25,7 +25,7 @@ gain (the winner's curse), and a launch of its own gives the gain that did not c
 baseline again beside the stack (`stacked.baseline`, e.g. `baseline_stack`: planned just before it, so
 the ABBA order brackets the stack with it), because the matrix's baseline may be hours older and a
 drift of the host would pose as the stack's effect. Once those cells are in, the stack is compared with
-that baseline (its gain with the interval; fleetopt.summary) and, level by level on the same host,
+that baseline (its gain with the interval; fleetopt.analysis.summary) and, level by level on the same host,
 with the best single candidate (the one of largest measured effect), measured in the matrix: through
 their effects, each against the baseline of its own stage (stats.compare_effects), never one stage's
 measurement against another's:
@@ -51,7 +51,7 @@ put it back); its launch command is the baseline's with those flags, through the
 Each candidate keeps its measured gain with its interval and its capacity under the SLOs.
 
 With the verdicts on capacity (campaign_verdict_metric: capacity), a gain is the change of capacity
-against the baseline's (fleetopt.capacity_verdict; no interval: a capacity is a level), shown at the
+against the baseline's (fleetopt.analysis.capacity_verdict; no interval: a capacity is a level), shown at the
 level that decided it; the order of measured effect is that change. A stack and the configuration it
 is to improve on were measured in different stages, each beside a baseline of its own; capacities are
 levels, with no ratio of gains to cancel a drift through, so they are compared directly only where
@@ -63,11 +63,11 @@ import shlex
 import yaml
 
 from fleetopt.files import write_atomically
-from fleetopt.launches import launch_details, merge_launches
-from fleetopt import stats
-from fleetopt.capacity_verdict import METRIC as CAPACITY, compare_capacity
-from fleetopt.summary import AA_VARIANT, BASELINE, COMPARED_METRICS, launch_sides, pooled_launch_variances
-from fleetopt.verdicts import apply_aa_gate, overall_verdict
+from fleetopt.analysis.launches import launch_details, merge_launches
+from fleetopt.analysis import stats
+from fleetopt.analysis.capacity_verdict import METRIC as CAPACITY, compare_capacity
+from fleetopt.analysis.summary import AA_VARIANT, BASELINE, COMPARED_METRICS, launch_sides, pooled_launch_variances
+from fleetopt.analysis.verdicts import apply_aa_gate, overall_verdict
 
 # Makes the collection's module_utils importable.
 import fleetopt.paths  # noqa: F401  pylint: disable=unused-import
@@ -150,7 +150,7 @@ def _headline(levels, metric):
 
 
 def _capacity_gain(compared):
-    """A gain on capacity, from a capacity comparison (fleetopt.capacity_verdict): the change of capacity, shown at
+    """A gain on capacity, from a capacity comparison (fleetopt.analysis.capacity_verdict): the change of capacity, shown at
     the variant's capacity (the levels that decided the verdict are in its reason)."""
     compared = compared or {}
     return {"metric": CAPACITY, "concurrency": (compared.get("variant") or {}).get("capacity"),

@@ -15,7 +15,7 @@ import datetime
 import json
 import pathlib
 
-from fleetopt.launches import launch_number
+from fleetopt.analysis.launches import launch_number
 
 OUTCOMES = {
     "stopped_by_lease": "stopped by its lease at {at} (nothing renewed it: the controller went away)",

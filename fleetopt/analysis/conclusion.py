@@ -14,8 +14,8 @@ import textwrap
 
 from scipy import stats
 
-from fleetopt.summary import AA_VARIANT, BASELINE
-from fleetopt.verdict_metrics import CAPACITY
+from fleetopt.analysis.summary import AA_VARIANT, BASELINE
+from fleetopt.analysis.verdict_metrics import CAPACITY
 
 # The order, and the words, in which the decided sentence counts verdicts; any other verdict follows as it is named.
 VERDICT_WORDS = (
