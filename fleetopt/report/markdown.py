@@ -10,7 +10,7 @@ from fleetopt.formatting import (against_own_baseline, at_level, fmt, fmt_capaci
 from fleetopt.analysis.launches import describe_design
 from fleetopt.analysis import stats
 from fleetopt.report.steal import steal_text
-from fleetopt.recommend.proposal import STATUS_PROPOSED
+from fleetopt.recommend import STATUS_PROPOSED
 from fleetopt.analysis.summary import UNITS_OF_REPLICATION, comparison_method
 
 def matrix_table(rows):

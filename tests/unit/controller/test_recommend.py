@@ -4,7 +4,8 @@ other variant is left out with the reason."""
 import pytest
 import yaml
 
-from fleetopt.recommend.proposal import STATUS_PROPOSED, recommend, write_recommendation
+from fleetopt.recommend import STATUS_PROPOSED
+from fleetopt.recommend.proposal import recommend, write_recommendation
 from fleetopt.analysis.summary import build_summary
 from summary_cells import cell, trials
 

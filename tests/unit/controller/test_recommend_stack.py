@@ -10,7 +10,8 @@ import pytest
 from scipy import stats as sps
 import yaml
 
-from fleetopt.recommend.proposal import STATUS_PROPOSED, STATUS_STACKED, recommend, write_recommendation
+from fleetopt.recommend import STATUS_PROPOSED, STATUS_STACKED
+from fleetopt.recommend.proposal import recommend, write_recommendation
 from fleetopt.analysis.summary import build_summary
 from summary_cells import cell
 from test_recommend import BASE_ENV, BASE_FLAGS, PREFIX, launch, levels, variant
