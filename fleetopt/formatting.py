@@ -9,6 +9,11 @@ def fmt_pct(value):
     return "" if value is None else "%+.1f %%" % value
 
 
+def fmt_unsigned_pct(value):
+    """'7.8 %': a size (a spread, a resolvable effect), not a change; 'n/a' without one."""
+    return "n/a" if value is None else "%.1f %%" % value
+
+
 def fmt_change(comparison):
     """'+5.2 % [+1.0, +9.4]' from a stats.compare result (empty when there is none)."""
     if not comparison or comparison.get("change_pct") is None:

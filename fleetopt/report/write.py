@@ -19,7 +19,7 @@ from fleetopt.report.html_report import write_html_report
 from fleetopt.report.llmd_export import write_llmd_reports
 from fleetopt.report.markdown import render_markdown, verdict_table
 from fleetopt.report.summary_csv import csv_text
-from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engine import SLO_KEYS  # importable once fleetopt.paths ran (through fleetopt.recommend.proposal, imported above)
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engine import SLO_KEYS  # fleetopt.recommend set the path
 
 VERDICT_DEFAULTS = {"metric": "output_throughput", "confidence": stats.DEFAULT_CONFIDENCE,
                     "min_effect_pct": stats.DEFAULT_MIN_EFFECT_PCT}
