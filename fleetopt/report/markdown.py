@@ -13,6 +13,7 @@ from fleetopt.report.steal import steal_text
 from fleetopt.recommend import STATUS_PROPOSED
 from fleetopt.analysis.summary import UNITS_OF_REPLICATION, comparison_method
 
+
 def matrix_table(rows):
     table = []
     for r in rows:
