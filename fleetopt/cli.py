@@ -3,7 +3,7 @@ import argparse
 import sys
 
 from fleetopt.paths import ROOT
-from fleetopt.verdict_metrics import VERDICT_METRICS
+from fleetopt.analysis.verdict_metrics import VERDICT_METRICS
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engines import ADAPTERS  # importable once fleetopt.paths ran
 
 
@@ -33,7 +33,7 @@ def build_parser():
                              "each variant's capacity (default: the price each host's cells recorded, if any)")
     report.add_argument("--fail-on-host-trouble", action="store_true",
                         help="exit 4, after writing the report, when a host was unreachable, unhealthy or failed")
-    report.set_defaults(handler="fleetopt.report:main")
+    report.set_defaults(handler="fleetopt.report.write:main")
 
     run = sub.add_parser("run", help="run a campaign through ansible-runner (CI); exit codes in `fleetopt run -h`",
                          description=__import__("fleetopt.run", fromlist=["x"]).__doc__,

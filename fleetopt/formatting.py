@@ -9,6 +9,11 @@ def fmt_pct(value):
     return "" if value is None else "%+.1f %%" % value
 
 
+def fmt_unsigned_pct(value):
+    """'7.8 %': a size (a spread, a resolvable effect), not a change; 'n/a' without one."""
+    return "n/a" if value is None else "%.1f %%" % value
+
+
 def fmt_change(comparison):
     """'+5.2 % [+1.0, +9.4]' from a stats.compare result (empty when there is none)."""
     if not comparison or comparison.get("change_pct") is None:
@@ -55,7 +60,7 @@ def fmt_money(value):
 
 
 def fmt_capacity(found):
-    """'c=4', '≥ c=16' (every level held) or 'none' from a fleetopt.capacity result; '' without one."""
+    """'c=4', '≥ c=16' (every level held) or 'none' from a fleetopt.analysis.capacity result; '' without one."""
     if not found or not found.get("slo"):
         return ""
     if found.get("capacity") is None:

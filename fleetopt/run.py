@@ -33,8 +33,8 @@ import signal
 import sys
 import tempfile
 
-from fleetopt import gate
-from fleetopt.hosts import troubled_hosts
+from fleetopt.analysis import gate
+from fleetopt.analysis.hosts import troubled_hosts
 from fleetopt.paths import ROOT
 
 # Runs of optimize.yml for one `fleetopt run --recommend` while its greedy search goes on (each measures up to
@@ -117,7 +117,7 @@ def campaign_vars(args):
             raise SystemExit("fleetopt run: no such recommendation %s (give results/<id>/recommended.yml)" % args.verify)
         extra["recommended"] = str(earlier)
     if getattr(args, "slo", None):
-        from fleetopt.report import parse_slo  # the report's reader: one spelling of --slo
+        from fleetopt.report.write import parse_slo  # the report's reader: one spelling of --slo
         try:
             extra["campaign_slo"] = parse_slo(args.slo)
         except ValueError as exc:

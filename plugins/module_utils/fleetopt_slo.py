@@ -4,7 +4,7 @@
 """Whether a concurrency level holds the SLOs, and which level a capacity search measures next.
 
 One rule, used by the benchmark's action plugin while it searches and by the report
-(fleetopt.capacity) when it reads capacity: a level holds when every one of its runs succeeded
+(fleetopt.analysis.capacity) when it reads capacity: a level holds when every one of its runs succeeded
 and the mean over its runs of each p99 figure is within its limit (campaign_slo, milliseconds).
 Capacity is the last level before the first one that does not hold.
 

@@ -11,7 +11,7 @@ tier-1 entry is planned as fleetopt_plan plans it (GLM-5's flags, a host of 8 GP
 What the server would run for prefill graphs comes from each release's own rules (tests/sglang_prefill_rules.py, read
 off the wheels). The other tier-1 entries change settings no release switches off by itself (no auto-disable rule for
 enable_mscclpp, enable_single_batch_overlap or ep_size in any release's server_args.py); they are listed as such, and the
-runtime check (fleetopt.effective, on the configuration each server states) is their safety net.
+runtime check (fleetopt.analysis.effective, on the configuration each server states) is their safety net.
 
     .venv/bin/python tests/benchmarks/silent_noops.py
 """

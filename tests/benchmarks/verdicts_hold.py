@@ -34,7 +34,7 @@ import yaml
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-from fleetopt.summary import build_summary, load_cells  # noqa: E402  pylint: disable=wrong-import-position
+from fleetopt.analysis.summary import build_summary, load_cells  # noqa: E402  pylint: disable=wrong-import-position
 PLANTED = ROOT / "tests" / "fixtures" / "planted_effects.yml"
 
 

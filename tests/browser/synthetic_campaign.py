@@ -5,7 +5,7 @@ roles/campaign/templates/cell.json.j2 writes.
 """
 import json
 
-from fleetopt.summary import build_summary
+from fleetopt.analysis.summary import build_summary
 
 HOST = "gpu-a"
 EVIL = '<script>alert("x")</script> & \'quotes\''

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from browser.synthetic_campaign import EXPECTED_VERDICTS, synthetic_campaign
-from fleetopt import conclusion, html_report, plots
+from fleetopt.analysis import conclusion
+from fleetopt.report import html_report, plots
 
 pytestmark = pytest.mark.browser
 

@@ -80,8 +80,8 @@ def test_an_unknown_verdict_metric_is_refused_with_the_known_ones():
 
 
 def test_the_role_knows_the_metrics_the_summary_judges():
-    from fleetopt.summary import CAPACITY, COMPARED_METRICS
-    from fleetopt.verdict_metrics import VERDICT_METRICS
+    from fleetopt.analysis.summary import CAPACITY, COMPARED_METRICS
+    from fleetopt.analysis.verdict_metrics import VERDICT_METRICS
     known = yaml.safe_load((ROOT / "roles/campaign/vars/main.yml").read_text())["_campaign_verdict_metrics"]
     assert known == list(COMPARED_METRICS) + [CAPACITY] == list(VERDICT_METRICS)
     spec = yaml.safe_load((ROOT / "roles/campaign/meta/argument_specs.yml").read_text())["argument_specs"]

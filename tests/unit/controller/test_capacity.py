@@ -2,7 +2,7 @@
 the trials, with the reason when none holds or all hold. Known answers on constructed levels."""
 import pytest
 
-from fleetopt.capacity import capacity, level_violations
+from fleetopt.analysis.capacity import capacity, level_violations
 
 SLO = {"p99_ttft_ms": 1000.0, "p99_itl_ms": 50.0}
 

@@ -4,9 +4,9 @@ on the same side of the limit, and the interval of the mean of each p99 figure t
 otherwise. Known answers on constructed levels."""
 import pytest
 
-from fleetopt.capacity import capacity
-from fleetopt.capacity_verdict import compare_capacity, level_support
-from fleetopt.summary import build_summary
+from fleetopt.analysis.capacity import capacity
+from fleetopt.analysis.capacity_verdict import compare_capacity, level_support
+from fleetopt.analysis.summary import build_summary
 from summary_cells import cell
 
 SLO = {"p99_ttft_ms": 1000.0}

@@ -1,4 +1,4 @@
-"""The campaign's end in two or three sentences (fleetopt.conclusion): what was decided, what each host resolves, what
+"""The campaign's end in two or three sentences (fleetopt.analysis.conclusion): what was decided, what each host resolves, what
 would decide the rest; at the top of report.md and report.html and as the report task's last lines."""
 import argparse
 import json
@@ -7,8 +7,9 @@ import shutil
 
 import pytest
 
-from fleetopt import conclusion, report
-from fleetopt.summary import build_summary
+from fleetopt.analysis import conclusion
+from fleetopt.report import write
+from fleetopt.analysis.summary import build_summary
 from helpers import ROOT
 from summary_cells import cell, trials
 
@@ -36,7 +37,7 @@ def kept_campaign(tmp_path, drop=()):
 
 def run_report(campaign, capsys, min_effect=None):
     """fleetopt report on the campaign: (summary.json, report.md, report.html, what it printed)."""
-    code = report.main(argparse.Namespace(campaign_dir=str(campaign), latest_link=None, verdict_metric=None,
+    code = write.main(argparse.Namespace(campaign_dir=str(campaign), latest_link=None, verdict_metric=None,
                                           confidence=None, min_effect=min_effect, fail_on_host_trouble=False))
     assert code == 0
     return (json.loads((campaign / "summary.json").read_text()), (campaign / "report.md").read_text(),
@@ -88,7 +89,7 @@ def test_judged_at_what_the_host_resolves_every_verdict_is_decided_and_the_end_s
     assert html.index('id="conclusion"') < html.index('id="recommendation"')
     tail = printed.rstrip("\n").split("\n\n")[-1]
     assert " ".join(tail.split()) == " ".join(sentences)
-    assert all(len(line) <= report.TERMINAL_WIDTH for line in tail.splitlines())
+    assert all(len(line) <= write.TERMINAL_WIDTH for line in tail.splitlines())
 
 
 def test_without_an_aa_nothing_says_what_the_host_resolves_and_the_end_asks_for_one(tmp_path, capsys):

@@ -4,9 +4,9 @@ import argparse
 
 import pytest
 
-from fleetopt import report
-from fleetopt.cost import per_million
-from fleetopt.summary import build_summary
+from fleetopt.report import write
+from fleetopt.analysis.cost import per_million
+from fleetopt.analysis.summary import build_summary
 from summary_cells import cell, level
 from test_report import write_campaign
 
@@ -82,7 +82,7 @@ def test_a_price_given_to_the_report_prices_every_host(tmp_path):
 
 
 def run_report(campaign, price=None):
-    return report.main(argparse.Namespace(campaign_dir=str(campaign), latest_link=None, verdict_metric="output_throughput",
+    return write.main(argparse.Namespace(campaign_dir=str(campaign), latest_link=None, verdict_metric="output_throughput",
                                           confidence=0.95, min_effect=3.0, cost_per_host_hour=price))
 
 

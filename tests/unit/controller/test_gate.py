@@ -5,14 +5,15 @@ import types
 
 import pytest
 
-from fleetopt import gate, run
+from fleetopt.analysis import gate
+from fleetopt import run
 from schema_complete import complete_summary
 
 THROUGHPUT = [100.0, 101.0, 99.0]
 
 
 def ok_row(host, variant, concurrency, throughput=THROUGHPUT):
-    """A measured row as fleetopt.summary.cell_rows writes it."""
+    """A measured row as fleetopt.analysis.summary.cell_rows writes it."""
     mean = sum(throughput) / len(throughput)
     return {"variant": variant, "title": variant, "host": host, "failure_class": None, "reason": None,
             "status": "ok", "concurrency": concurrency, "trials": len(throughput),
@@ -266,6 +267,6 @@ def test_campaigns_that_launched_twice_are_compared_over_launch_means_not_trials
     result = gate.evaluate(current, reference, 3.0)
     assert result["regressions"] == [] and len(result["inconclusive"]) == 1, result
     assert "launch-to-launch CV" in json.dumps(result["inconclusive"]), result["inconclusive"]
-    from fleetopt import stats
+    from fleetopt.analysis import stats
     assert stats.compare(current["cells"][0]["samples"]["output_throughput"],
                          reference["cells"][0]["samples"]["output_throughput"], min_effect_pct=3.0)["verdict"] == "regressed"

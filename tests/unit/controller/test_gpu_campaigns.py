@@ -23,7 +23,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[3]
 KEPT = ROOT / "docs" / "campaigns"
 TINY = KEPT / "h200-sglang-0.5.16"
 SHAPED = KEPT / "h100-sglang-0.5.16-8b"
-CAMPAIGNS = [TINY, SHAPED]
+# Every campaign kept there, so a campaign added later is replayed and its summary rebuilt too.
+CAMPAIGNS = sorted(path.parent for path in KEPT.glob("*/summary.json"))
 SPEC = yaml.safe_load((ROOT / "library" / "engines" / "sglang.yml").read_text())
 LAUNCHED = sorted(path for campaign in CAMPAIGNS for path in (campaign / "cells" / "localhost").glob("*.json")
                   if json.loads(path.read_text())["startup"]["log_on_controller"])
@@ -48,6 +49,11 @@ def launched(campaign):
 
 def twice(*names):
     return sorted(name + launch for name in names for launch in ("", ".launch2"))
+
+
+def test_every_kept_campaign_folder_is_rebuilt():
+    assert sorted(path for path in KEPT.iterdir() if path.is_dir()) == CAMPAIGNS
+    assert {TINY, SHAPED} <= set(CAMPAIGNS)
 
 
 def test_each_campaign_launched_every_variant_it_ran_twice():

@@ -4,8 +4,8 @@ import pytest
 import yaml
 
 from browser.synthetic_campaign import EVIL, EXPECTED_VERDICTS, synthetic_campaign
-from fleetopt import html_report, plots
-from fleetopt.summary import build_summary
+from fleetopt.report import html_report, plots
+from fleetopt.analysis.summary import build_summary
 from helpers import ROOT
 
 SECTIONS = ("campaign", "verdicts", "noise-floor", "plots", "matrix", "provenance")

@@ -4,8 +4,8 @@ role's plan.yml), and summary.json, report.md and report.html say per host and c
 it and whether its cell was measured again."""
 import json
 
-from fleetopt import html_report
-from fleetopt.summary import build_summary, load_cells
+from fleetopt.report import html_report
+from fleetopt.analysis.summary import build_summary, load_cells
 from test_report import cell, run, trials, write_campaign
 
 FOUND_AT = "2026-01-01T10:05:00Z"

@@ -7,7 +7,7 @@ import yaml
 from browser.synthetic_campaign import synthetic_campaign
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engine import EngineAdapter
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engines import ADAPTERS
-from fleetopt import llmd_export
+from fleetopt.report import llmd_export
 from helpers import ROOT
 
 SCHEMA = json.loads((ROOT / "tests" / "fixtures" / "llmd" / "benchmark_report_v0_2.schema.json").read_text())

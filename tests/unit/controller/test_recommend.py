@@ -1,11 +1,12 @@
-"""The recommendation from a finished single-optimization matrix (fleetopt/recommend.py), on constructed
+"""The recommendation from a finished single-optimization matrix (fleetopt/recommend/proposal.py), on constructed
 campaigns: the candidates that improved and do not conflict are stacked in order of measured effect; every
 other variant is left out with the reason."""
 import pytest
 import yaml
 
-from fleetopt.recommend import STATUS_PROPOSED, recommend, write_recommendation
-from fleetopt.summary import build_summary
+from fleetopt.recommend import STATUS_PROPOSED
+from fleetopt.recommend.proposal import recommend, write_recommendation
+from fleetopt.analysis.summary import build_summary
 from summary_cells import cell, trials
 
 BASE = {1: (100.0, 101.0, 99.0), 4: (300.0, 303.0, 297.0), 8: (500.0, 505.0, 495.0)}

@@ -4,8 +4,9 @@ best single candidate's capacity only where the stages' baselines had the same c
 import pytest
 import yaml
 
-from fleetopt.recommend import STATUS_PROPOSED, STATUS_STACKED, recommend, write_recommendation
-from fleetopt.summary import build_summary
+from fleetopt.recommend import STATUS_PROPOSED, STATUS_STACKED
+from fleetopt.recommend.proposal import recommend, write_recommendation
+from fleetopt.analysis.summary import build_summary
 from summary_cells import cell
 from test_capacity_verdict import FAST, SLO, SLOW, ladder
 from test_recommend import BASE_ENV, BASE_FLAGS, launch

@@ -1,4 +1,4 @@
-"""The recommendation once its stack is measured (fleetopt/recommend.py), on constructed campaigns: the proposal
+"""The recommendation once its stack is measured (fleetopt/recommend/proposal.py), on constructed campaigns: the proposal
 names the stacked variant to measure and the baseline its stage measures again beside it; a measured stack is
 compared with that baseline and, through their effects each against its own stage's baseline, with the best
 single candidate, and the status says what was measured; a stack measured in a new campaign verifies an earlier
@@ -10,8 +10,9 @@ import pytest
 from scipy import stats as sps
 import yaml
 
-from fleetopt.recommend import STATUS_PROPOSED, STATUS_STACKED, recommend, write_recommendation
-from fleetopt.summary import build_summary
+from fleetopt.recommend import STATUS_PROPOSED, STATUS_STACKED
+from fleetopt.recommend.proposal import recommend, write_recommendation
+from fleetopt.analysis.summary import build_summary
 from summary_cells import cell
 from test_recommend import BASE_ENV, BASE_FLAGS, PREFIX, launch, levels, variant
 
@@ -306,7 +307,7 @@ def test_a_stack_measured_without_a_baseline_of_its_stage_says_the_comparison_sp
 
 def test_a_stage_baseline_the_report_synthesized_as_skipped_is_no_left_out_optimization(tmp_path):
     # An interrupted stack stage: the host's plan named the baseline measured again and the stack, and the report
-    # wrote skipped cells for both (fleetopt.hosts), which carry neither baseline_of nor stacked.
+    # wrote skipped cells for both (fleetopt.analysis.hosts), which carry neither baseline_of nor stacked.
     skipped = [cell(name, status="skipped", reason="not run: the campaign ended before this variant", order=50)
                for name in ("baseline_stack", "stack")]
     proposal = proposal_of(tmp_path, singles() + skipped)

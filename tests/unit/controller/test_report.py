@@ -1,7 +1,7 @@
 import argparse
 import json
 
-from fleetopt import report
+from fleetopt.report import write
 from schema_complete import complete_cell
 
 
@@ -35,7 +35,7 @@ def write_campaign(tmp_path, cells):
 
 
 def run(campaign, link=None):
-    return report.main(argparse.Namespace(campaign_dir=str(campaign), latest_link=link,
+    return write.main(argparse.Namespace(campaign_dir=str(campaign), latest_link=link,
                                           verdict_metric="output_throughput", confidence=0.95, min_effect=3.0))
 
 
@@ -161,7 +161,7 @@ def test_the_report_states_the_rules_the_design_and_inconclusive_reasons(tmp_pat
 
 
 def test_the_report_states_the_clients_cost_and_flags_client_bound_runs():
-    from fleetopt.report import client_cost_text
+    from fleetopt.report.markdown import client_cost_text
     cells = [{"variant": "baseline", "benchmark": {"client_wall_s": 100.0, "measured_s": 80.0},
               "levels": [{"concurrency": 16, "client_bound": True}, {"concurrency": 1, "client_bound": False}]},
              {"variant": "v", "benchmark": {"client_wall_s": 100.0, "measured_s": 90.0}, "levels": []}]
@@ -172,7 +172,7 @@ def test_the_report_states_the_clients_cost_and_flags_client_bound_runs():
 
 
 def test_the_report_states_what_the_warm_up_runs_cost_and_which_servers_did_not_settle():
-    from fleetopt.report import client_cost_text
+    from fleetopt.report.markdown import client_cost_text
     settled = {"concurrency": 4, "settled": True, "stopped_by": "settled", "runs": [{}, {}]}
     capped = {"concurrency": 4, "settled": False, "stopped_by": "cap", "runs": [{}, {}, {}, {}],
               "reason": "4 runs made, the most allowed, and the last two were 12.0 % apart, more than 10 %"}
@@ -187,7 +187,7 @@ def test_the_report_states_what_the_warm_up_runs_cost_and_which_servers_did_not_
 
 
 def test_the_report_states_what_the_short_warm_ups_cost():
-    from fleetopt.report import client_cost_text
+    from fleetopt.report.markdown import client_cost_text
     short = {"status": "ok", "num_prompts": 8, "output_len": 8, "client_run_s": 1.25}
     cells = [{"variant": "baseline", "benchmark": {"client_wall_s": 100.0, "measured_s": 90.0},
               "levels": [{"concurrency": 1, "warmup_run": short}, {"concurrency": 1},
@@ -225,7 +225,7 @@ def test_a_report_run_again_by_hand_judges_with_the_settings_the_campaign_ran_wi
 
     def settings(*options):
         args = cli.build_parser().parse_args(["report", str(campaign), *options])
-        assert report.main(args) == 0
+        assert write.main(args) == 0
         summary = json.loads((campaign / "summary.json").read_text())
         return summary["settings"], next(v for v in summary["variants"] if v["variant"] == "v")["verdict"]
 
@@ -242,7 +242,7 @@ def test_a_report_run_again_by_hand_judges_with_the_settings_the_campaign_ran_wi
 
 
 def test_the_report_states_the_cpu_the_hypervisor_took_and_names_the_runs_that_lost_much():
-    from fleetopt.steal import steal_text
+    from fleetopt.report.steal import steal_text
     cells = [{"variant": "baseline", "host": "h1", "launch_number": 2,
               "levels": [{"concurrency": 4, "trial": 1, "host_steal_share": 0.12},
                          {"concurrency": 4, "trial": 2, "host_steal_share": 0.01}]},

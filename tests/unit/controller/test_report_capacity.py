@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from fleetopt import report
+from fleetopt.report import write
 from fleetopt.cli import build_parser
 from test_capacity_verdict import FAST, SLO, SLOW, ladder
 from test_report import cell, write_campaign
@@ -19,7 +19,7 @@ def slo_cell(variant, order, levels, slo=SLO):
 
 
 def run(campaign, metric="capacity", slo=None):
-    return report.main(argparse.Namespace(campaign_dir=str(campaign), latest_link=None, verdict_metric=metric,
+    return write.main(argparse.Namespace(campaign_dir=str(campaign), latest_link=None, verdict_metric=metric,
                                           confidence=0.95, min_effect=3.0, slo=slo))
 
 

@@ -5,7 +5,7 @@ import json
 
 import yaml
 
-from fleetopt import report
+from fleetopt.report import write
 from test_report import cell, trials, write_campaign
 
 PREFIX = ["/venv/bin/python", "-m", "vllm.entrypoints.openai.api_server", "--model", "/m"]
@@ -32,7 +32,7 @@ def campaign(tmp_path, slo=SLO):
 
 
 def run(folder, slo=None):
-    return report.main(argparse.Namespace(campaign_dir=str(folder), latest_link=None, verdict_metric="output_throughput",
+    return write.main(argparse.Namespace(campaign_dir=str(folder), latest_link=None, verdict_metric="output_throughput",
                                           confidence=0.95, min_effect=3.0, slo=slo))
 
 
@@ -124,7 +124,7 @@ def test_a_stack_no_better_than_the_best_single_candidate_says_so_in_the_report(
 
 
 def test_the_greedy_search_is_listed_step_by_step(tmp_path):
-    from fleetopt.report import recommendation_text
+    from fleetopt.report.markdown import recommendation_text
     proposal = {"status": "measured as a stack, found greedily", "stack": ["a", "b"], "candidates": [], "slo": {},
                 "verdict_metric": "output_throughput", "inventory": {}, "launch": {"command": None}, "left_out": [],
                 "measured": None, "search": {"kind": "greedy", "kept": ["a", "b"], "next": None, "steps": [

@@ -11,7 +11,7 @@ import tempfile
 import pytest
 
 from fleetopt import schemas
-from fleetopt.summary import build_summary
+from fleetopt.analysis.summary import build_summary
 from helpers import ROOT
 from schema_complete import complete_summary
 from summary_cells import cell, trials
@@ -152,11 +152,12 @@ def test_the_tests_conftest_fails_a_test_that_leaves_a_broken_cell(status, fails
 
 
 def test_the_enums_hold_the_values_the_code_names():
-    from fleetopt import launches, recommend, verdicts
+    from fleetopt.analysis import launches, verdicts
+    from fleetopt.recommend import candidates
     cell_schema, summary_schema = schemas.load_schema("cell"), schemas.load_schema("summary")
     statuses = set(cell_schema["$defs"]["cell_status"]["enum"])
     assert set(launches.FAILED) | {"ok", "not_applicable", "no_effect", "skipped", "blocked"} <= statuses
     assert statuses == set(summary_schema["$defs"]["cell_status"]["enum"])
     assert set(verdicts.GATED) | {"baseline"} | statuses - {"ok"} <= set(summary_schema["$defs"]["verdict"]["enum"])
     why = summary_schema["$defs"]["recommendation"]["properties"]["left_out"]["items"]["properties"]["why"]["enum"]
-    assert set(recommend.WHY_ORDER) <= set(why)
+    assert set(candidates.WHY_ORDER) <= set(why)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from fleetopt import stats
+from fleetopt.analysis import stats
 
 
 def test_describe_gives_the_t_interval_of_the_mean():

@@ -8,8 +8,8 @@ import pathlib
 
 import yaml
 
-from fleetopt.recommend import recommend
-from fleetopt.summary import build_summary
+from fleetopt.recommend.proposal import recommend
+from fleetopt.analysis.summary import build_summary
 from summary_cells import cell, trials
 import fleetopt.paths  # noqa: F401  (makes the collection's module_utils importable)
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engines import get_adapter
@@ -90,7 +90,7 @@ def test_the_recommendation_leaves_a_no_effect_variant_out_as_such(tmp_path):
 
 
 def test_the_report_shows_no_effect_with_the_servers_reason(tmp_path):
-    from fleetopt.report import verdict_table
+    from fleetopt.report.markdown import verdict_table
     variant = with_effective("piecewise_cuda_graph", stated("mla-default-ready.log"), ["prefill_graph"])
     table = verdict_table(summary_of([mla_baseline(), variant], tmp_path)["variants"])
     line = next(row for row in table.splitlines() if row.startswith("| piecewise_cuda_graph"))

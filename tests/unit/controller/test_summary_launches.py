@@ -3,8 +3,8 @@ import math
 
 import pytest
 
-from fleetopt.launches import launch_details, merge_launches
-from fleetopt.summary import build_summary
+from fleetopt.analysis.launches import launch_details, merge_launches
+from fleetopt.analysis.summary import build_summary
 from summary_cells import cell, level, trials
 
 DESIGN = {"launches": 2, "order": "counterbalanced (ABBA)"}
@@ -96,7 +96,7 @@ def test_the_launch_is_the_unit_so_launch_offsets_are_not_taken_for_an_effect(tm
     assert (compared["launches_variant"], compared["launches_baseline"]) == (2, 2)
     assert row["verdict"] == "inconclusive" and "launch-to-launch CV" in row["verdict_reason"], row["verdict_reason"]
     assert summary["settings"]["unit_of_replication"] == "launch"
-    from fleetopt import stats
+    from fleetopt.analysis import stats
     assert stats.compare(row["samples"]["output_throughput"],
                          next(r for r in summary["cells"] if r["variant"] == "baseline")["samples"]["output_throughput"]
                          )["verdict"] == "improved"
@@ -137,7 +137,7 @@ def test_a_variant_whose_trials_scatter_is_not_judged_with_the_quiet_launches_of
     assert compared["own_spread_sides"] == ["variant"] and compared["interval_df"] <= compared["launch_df"]
     assert row["verdict"] == "inconclusive", row["verdict_reason"]
     assert "the variant's own trials spread more" in row["verdict_reason"]
-    from fleetopt import stats
+    from fleetopt.analysis import stats
     pooled = (compared["launch_cv_pct"], compared["launch_df"])
     assert stats.compare_launches([90.0, 90.0], [100.25, 100.0],
                                   (math.log1p((pooled[0] / 100) ** 2), pooled[1]))["verdict"] == "regressed"
@@ -154,7 +154,7 @@ def test_a_drift_that_moves_every_configuration_of_a_round_alike_is_not_taken_fo
     row = next(r for r in summary["cells"] if r["variant"] == "v")
     compared = row["vs_baseline"]["output_throughput"]
     assert compared["rounds_blocked"] and compared["launch_df"] == 2 and row["verdict"] == "improved", row
-    from fleetopt import stats
+    from fleetopt.analysis import stats
     plain = stats.pooled_launch_variance([[100.0, 115.0], [100.5, 114.5], [108.0, 124.5]])
     assert stats.compare_launches([108.0, 124.5], [100.0, 115.0], plain)["verdict"] == "inconclusive"
     # A configuration launched in other rounds (once, here) is judged with the plain pool, where no shift cancels.

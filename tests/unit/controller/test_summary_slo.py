@@ -1,6 +1,6 @@
 """summary.json under SLOs: goodput beside throughput per level, capacity per variant, the SLOs the cells
 were measured under (or the report's own)."""
-from fleetopt.summary import build_summary
+from fleetopt.analysis.summary import build_summary
 from summary_cells import cell, level
 
 SLO = {"p99_ttft_ms": 100.0}

@@ -1,8 +1,8 @@
 """A stack measured after the matrix is compared with the baseline its own stage measured beside it
-(fleetopt/summary.py), never with the matrix's, which may be hours older: a drift of the host between the two
+(fleetopt/analysis/summary.py), never with the matrix's, which may be hours older: a drift of the host between the two
 stages would pose as the stack's effect. The baseline measured again is itself compared with the matrix's
 baseline, and that comparison is the drift."""
-from fleetopt.summary import build_summary
+from fleetopt.analysis.summary import build_summary
 from summary_cells import cell, trials
 
 
@@ -53,8 +53,8 @@ def test_every_other_variant_is_still_compared_with_the_matrix_baseline(tmp_path
 
 
 def test_the_html_verdict_table_and_the_llmd_description_name_a_stage_baseline(tmp_path):
-    from fleetopt.html_report import verdict_rows
-    from fleetopt.llmd_export import describe_row
+    from fleetopt.report.html_report import verdict_rows
+    from fleetopt.report.llmd_export import describe_row
     summary = summarize(tmp_path, campaign(1.0, 1.3))
     stack = next(v for v in verdict_rows(summary) if v["variant"] == "stack")
     assert stack["levels"][0]["change"].endswith("vs baseline_stack"), stack["levels"]

@@ -1,8 +1,8 @@
 """summary.json's verdicts: Bonferroni over a variant's levels, failed levels, the A/A gate."""
 import pytest
 
-from fleetopt import stats
-from fleetopt.summary import build_summary
+from fleetopt.analysis import stats
+from fleetopt.analysis.summary import build_summary
 from summary_cells import cell, level, trials
 
 BASE = {1: (100.0, 101.0, 99.0), 4: (300.0, 303.0, 297.0), 8: (500.0, 505.0, 495.0)}

@@ -1,7 +1,7 @@
 """One verdict per optimization and host from its levels; the A/A gate."""
 import pytest
 
-from fleetopt import verdicts
+from fleetopt.analysis import verdicts
 
 
 def levels(*pairs):

@@ -16,7 +16,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
 from fleetopt.paths import LIBRARY  # noqa: E402
-from fleetopt.summary import AA_VARIANT, BASELINE  # noqa: E402
+from fleetopt.analysis.summary import AA_VARIANT, BASELINE  # noqa: E402
 
 # Start-up phases in the order the engines go through them, each with the colour it keeps in
 # every report (library/phases.yml). Unknown phases get the spare colours.

@@ -1,42 +1,17 @@
-"""Write a campaign's summary.json, summary.csv, report.md, report.html and llm-d reports from its cells.
-
-Cells are written one file per (host, variant) by the playbook as soon as each is
-measured; this step only reads them, so it can run again at any time, including on a
-campaign that was interrupted.
-"""
-import csv
-import io
-import json
-import os
-import pathlib
-import sys
-
+"""report.md: the campaign's Markdown report, and the tables the play prints, from its summary and cells."""
 import yaml
 from tabulate import tabulate
 
-from fleetopt.capacity_verdict import METRIC as CAPACITY, capacity_rules
-from fleetopt.conclusion import conclusion_text
-from fleetopt.cost import power_text
-from fleetopt.files import write_atomically
+from fleetopt.analysis.capacity_verdict import METRIC as CAPACITY, capacity_rules
+from fleetopt.analysis.conclusion import conclusion_text
+from fleetopt.analysis.cost import power_text
 from fleetopt.formatting import (against_own_baseline, at_level, fmt, fmt_capacity, fmt_capacity_against, fmt_capacity_range,
                                  fmt_change, fmt_confidence, fmt_goodput, fmt_interval, fmt_mean_ci, fmt_money, fmt_slo)
-from fleetopt.hosts import fill_missing_cells, troubled_hosts
-from fleetopt.html_report import write_html_report
-from fleetopt.launches import describe_design
-from fleetopt.llmd_export import write_llmd_reports
-from fleetopt import stats
-from fleetopt.steal import steal_text
-from fleetopt.recommend import STATUS_PROPOSED, recommend, write_recommendation
-from fleetopt.summary import UNITS_OF_REPLICATION, build_summary, campaign_verdict_settings, comparison_method, load_cells
-from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engine import SLO_KEYS  # fleetopt.recommend set the path
-
-VERDICT_DEFAULTS = {"metric": "output_throughput", "confidence": stats.DEFAULT_CONFIDENCE,
-                    "min_effect_pct": stats.DEFAULT_MIN_EFFECT_PCT}
-
-# The play's last lines are wrapped to this width; the report files leave wrapping to their reader.
-TERMINAL_WIDTH = 100
-
-CSV_METRICS = ("output_throughput", "total_throughput", "mean_ttft_ms", "p99_ttft_ms", "mean_itl_ms")
+from fleetopt.analysis.launches import describe_design
+from fleetopt.analysis import stats
+from fleetopt.report.steal import steal_text
+from fleetopt.recommend import STATUS_PROPOSED
+from fleetopt.analysis.summary import UNITS_OF_REPLICATION, comparison_method
 
 
 def matrix_table(rows):
@@ -278,26 +253,6 @@ def noise_floor_text(summary):
     return aa_text(summary) + "\n\n" + table
 
 
-def csv_text(rows):
-    out = io.StringIO()
-    writer = csv.writer(out)
-    header = ["variant", "host", "concurrency", "status", "verdict", "trials", "failure_class"]
-    for metric in CSV_METRICS:
-        header += [metric, metric + "_ci_low", metric + "_ci_high", metric + "_vs_baseline_pct"]
-    header += ["launches", "failed_trials", "verdict_before_aa", "verdict_reason"]
-    writer.writerow(header)
-    for r in rows:
-        line = [r["variant"], r["host"], r["concurrency"], r["status"], r.get("verdict"), r["trials"], r["failure_class"]]
-        for metric in CSV_METRICS:
-            described = (r.get("stats") or {}).get(metric) or {}
-            change = (r.get("vs_baseline") or {}).get(metric) or {}
-            line += [(r.get("metrics") or {}).get(metric), described.get("ci_low"), described.get("ci_high"),
-                     change.get("change_pct")]
-        line += [r.get("launches"), r.get("failed_trials"), r.get("verdict_before_aa"), r.get("verdict_reason")]
-        writer.writerow(["" if v is None else v for v in line])
-    return out.getvalue()
-
-
 def problems_table(cells):
     table = []
     for cell in cells:
@@ -427,88 +382,3 @@ def render_markdown(summary, cells):
         "",
     ]
     return "\n".join(lines)
-
-
-def parse_slo(pairs):
-    """{'p99_ttft_ms': 2000.0} from ['p99_ttft_ms=2000']; None when no pair is given (the cells' SLOs count)."""
-    if not pairs:
-        return None
-    slo = {}
-    for pair in pairs:
-        key, _sep, value = pair.partition("=")
-        if key not in SLO_KEYS:
-            raise ValueError("unknown SLO %r in --slo %s; known: %s" % (key, pair, ", ".join(SLO_KEYS)))
-        try:
-            slo[key] = float(value)
-        except ValueError:
-            slo[key] = -1.0
-        if not slo[key] > 0:
-            raise ValueError("--slo %s: the limit must be a positive number of milliseconds" % pair)
-    return slo
-
-
-def update_latest_link(link, target):
-    link = pathlib.Path(link)
-    tmp = link.with_name("." + link.name + ".new")
-    if tmp.is_symlink() or tmp.exists():
-        tmp.unlink()
-    tmp.symlink_to(os.path.relpath(target, link.parent))
-    os.replace(tmp, link)
-
-
-def verdict_settings(args, cells):
-    """(metric, confidence, min effect, where they came from): each option given, else the campaign's as its cells
-    record it, else the defaults; the source is `report` when any option was given."""
-    given = {"metric": args.verdict_metric, "confidence": args.confidence, "min_effect_pct": args.min_effect}
-    recorded = campaign_verdict_settings(cells)
-    chosen = {key: value if value is not None else recorded.get(key, VERDICT_DEFAULTS[key]) for key, value in given.items()}
-    source = "report" if any(v is not None for v in given.values()) else "cells" if recorded else "defaults"
-    return chosen["metric"], float(chosen["confidence"]), float(chosen["min_effect_pct"]), source
-
-
-def main(args):
-    campaign_dir = pathlib.Path(args.campaign_dir)
-    if not campaign_dir.is_dir():
-        print("fleetopt report: no campaign folder %s" % campaign_dir, file=sys.stderr)
-        return 2
-    cells = load_cells(campaign_dir)
-    if fill_missing_cells(campaign_dir, cells):
-        cells = load_cells(campaign_dir)
-    if not cells:
-        print("fleetopt report: %s holds no cells yet" % campaign_dir, file=sys.stderr)
-        return 2
-    try:
-        slo = parse_slo(getattr(args, "slo", None))
-    except ValueError as exc:
-        print("fleetopt report: %s" % exc, file=sys.stderr)
-        return 2
-    price = getattr(args, "cost_per_host_hour", None)
-    if price is not None and not price > 0:
-        print("fleetopt report: --cost-per-host-hour must be a positive number, got %s" % price, file=sys.stderr)
-        return 2
-    metric, confidence, min_effect, source = verdict_settings(args, cells)
-    summary = build_summary(campaign_dir, cells, metric, confidence, min_effect, slo=slo, cost_per_host_hour=price)
-    summary["settings"]["verdict_settings_from"] = source
-    summary["recommendation"] = recommend(summary, cells)
-    write_recommendation(campaign_dir, summary["recommendation"])
-    write_atomically(campaign_dir / "summary.json", json.dumps(summary, indent=2) + "\n")
-    write_atomically(campaign_dir / "summary.csv", csv_text(summary["cells"]))
-    write_atomically(campaign_dir / "report.md", render_markdown(summary, cells))
-    write_html_report(campaign_dir, summary, cells)
-    write_llmd_reports(campaign_dir, summary, cells)
-    if args.latest_link:
-        update_latest_link(args.latest_link, campaign_dir)
-    print(verdict_table(summary["variants"], summary["settings"]["verdict_metric"]))
-    proposal = summary["recommendation"]
-    print("\nrecommendation (%s): %s" % (proposal["status"], ", ".join(proposal["stack"]) or "the baseline"))
-    print("  %s" % (campaign_dir / "recommended.yml"))
-    print("\nreport: %s" % (campaign_dir / "report.md"))
-    print("\n" + conclusion_text(summary, width=TERMINAL_WIDTH, folder=str(campaign_dir)))
-    troubled = troubled_hosts(campaign_dir)
-    for host, status, reason in troubled:
-        print("fleetopt: host %s is %s: %s" % (host, status, reason), file=sys.stderr)
-    if troubled and args.fail_on_host_trouble:
-        print("fleetopt: the report is written; %d host(s) did not finish their share (stop what is left: "
-              "ansible-playbook playbooks/stop_servers.yml)" % len(troubled), file=sys.stderr)
-        return 4
-    return 0

@@ -7,24 +7,17 @@ the matrix lists every planned cell and never drops a host's share silently. A h
 was unreachable from the start has no plan; its share is worked out the way the role
 spreads variants (host k of n takes every n-th optimization; every host its own baseline).
 """
-import json
 import pathlib
 
-from fleetopt.files import write_json_atomically
+from fleetopt.files import json_records, write_json_atomically
 
 BASELINES = ("baseline", "baseline_aa")
 TROUBLE = ("unreachable", "unhealthy", "failed")
 
 
 def load_records(campaign_dir):
-    records = {}
-    for path in sorted(pathlib.Path(campaign_dir, "hosts").glob("*.json")):
-        try:
-            record = json.loads(path.read_text())
-        except ValueError:
-            continue
-        records[record.get("host") or path.stem] = record
-    return records
+    """{host: its record} of the hosts/ folder."""
+    return {record.get("host") or path.stem: record for path, record in json_records(campaign_dir, "hosts/*.json")}
 
 
 def share(all_variants, fleet, host, spread):

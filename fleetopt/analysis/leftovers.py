@@ -12,10 +12,9 @@ one written before was kept, and no cell means the run ended before it. A server
 campaign is only noted; that campaign measures its cell when it is run again with its id.
 """
 import datetime
-import json
-import pathlib
 
-from fleetopt.launches import launch_number
+from fleetopt.analysis.launches import launch_number
+from fleetopt.files import json_records
 
 OUTCOMES = {
     "stopped_by_lease": "stopped by its lease at {at} (nothing renewed it: the controller went away)",
@@ -25,15 +24,9 @@ OUTCOMES = {
 
 
 def load_records(campaign_dir):
-    records = []
-    for path in sorted(pathlib.Path(campaign_dir, "leftovers").glob("*/*.json")):
-        try:
-            record = json.loads(path.read_text())
-        except ValueError:
-            continue
-        if isinstance(record, dict):
-            records.append(dict(record, host=record.get("host") or path.parent.name))
-    return records
+    """The records of the leftovers/ folder (one folder per host), each naming its host."""
+    return [dict(record, host=record.get("host") or path.parent.name)
+            for path, record in json_records(campaign_dir, "leftovers/*/*.json") if isinstance(record, dict)]
 
 
 def cell_name(cell):

@@ -17,7 +17,7 @@ import math
 
 from scipy import stats
 
-from fleetopt.stats import DEFAULT_CONFIDENCE
+from fleetopt.analysis.stats import DEFAULT_CONFIDENCE
 
 # The collection's module_utils are importable once fleetopt.paths ran.
 import fleetopt.paths  # noqa: F401  pylint: disable=unused-import
@@ -58,7 +58,7 @@ def _describe_level(concurrency, runs, slo, confidence):
             "share_ci": [float(share_ci.low), float(share_ci.high)],
             "means": {key: means[key] for key in judged},
             # Each successful run's p99 figure per SLO (None where it recorded none), and the runs that failed:
-            # what fleetopt.capacity_verdict reads a level's judgement's support from.
+            # what fleetopt.analysis.capacity_verdict reads a level's judgement's support from.
             "samples": {key: [_figure(m.get(key)) for m in ok] for key in judged},
             "failed": len(runs) - len(ok),
             "holds": not broken, "violations": broken}

@@ -45,7 +45,7 @@ import math
 import numpy as np
 from scipy import stats
 
-from fleetopt.formatting import fmt_confidence
+from fleetopt.formatting import fmt_confidence, fmt_unsigned_pct
 
 # Direction of "better" for each metric the verdicts can be based on.
 HIGHER_IS_BETTER = {
@@ -98,13 +98,9 @@ def describe(values, confidence=DEFAULT_CONFIDENCE):
     return {"n": n, "mean": mean, "std": std, "ci_low": float(low), "ci_high": float(high)}
 
 
-def _pct(value):
-    return "n/a" if value is None else "%.1f %%" % value
-
-
 def _spread(result, n_variant, n_baseline):
     return "CV variant %s over %d trial(s), baseline %s over %d trial(s)" % (
-        _pct(result["cv_variant_pct"]), n_variant, _pct(result["cv_baseline_pct"]), n_baseline)
+        fmt_unsigned_pct(result["cv_variant_pct"]), n_variant, fmt_unsigned_pct(result["cv_baseline_pct"]), n_baseline)
 
 
 def _judge(result, higher_is_better, min_effect_pct, spread):
@@ -385,6 +381,6 @@ def compare_effects(variant, variant_baseline, other, other_baseline, higher_is_
                   eq_high_pct=(math.exp(log_ratio + eq_half) - 1.0) * 100.0, p_value=p_value, tested=True)
     result["significant"] = bool(result["ci_low_pct"] > 0 or result["ci_high_pct"] < 0)
     spread = ("CV %s over %d trial(s) against its baseline's %s over %d, the other %s over %d against its baseline's "
-              "%s over %d" % tuple(x for cv, side in zip(cvs, sides) for x in (_pct(cv), len(side))))
+              "%s over %d" % tuple(x for cv, side in zip(cvs, sides) for x in (fmt_unsigned_pct(cv), len(side))))
     result["verdict"], result["reason"] = _judge(result, higher_is_better, min_effect_pct, spread)
     return result

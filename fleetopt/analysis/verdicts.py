@@ -1,6 +1,6 @@
 """One verdict per optimization and host from its per-level verdicts, and the A/A gate.
 
-A level is `improved`, `regressed`, `neutral` or `inconclusive` (fleetopt.stats.compare), or
+A level is `improved`, `regressed`, `neutral` or `inconclusive` (fleetopt.analysis.stats.compare), or
 `failed`: the variant measured nothing there while the baseline did. A failed level is a
 result, never dropped: with an improved level the optimization is `mixed`, without one it is
 `regressed`.

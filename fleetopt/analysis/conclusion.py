@@ -14,8 +14,9 @@ import textwrap
 
 from scipy import stats
 
-from fleetopt.summary import AA_VARIANT, BASELINE
-from fleetopt.verdict_metrics import CAPACITY
+from fleetopt.analysis.summary import AA_VARIANT, BASELINE, trials_by_launch
+from fleetopt.analysis.verdict_metrics import CAPACITY
+from fleetopt.formatting import fmt_unsigned_pct
 
 # The order, and the words, in which the decided sentence counts verdicts; any other verdict follows as it is named.
 VERDICT_WORDS = (
@@ -33,10 +34,6 @@ MOST_LAUNCHES = 1000
 
 
 THIS_FOLDER = "<this campaign's folder>"
-
-
-def _pct(value):
-    return "%.1f %%" % value
 
 
 def _count_words(counts, notes):
@@ -113,7 +110,7 @@ def _aa_clause(summary, host):
             name, host.get("verdict") or "not made", held)
     return ("on %s the A/A (the baseline against itself) says it resolves changes of %s or more, against the "
             "campaign's minimum effect of %s, so %s" % (
-                name, _pct(host["resolves_pct"]), _pct(minimum),
+                name, fmt_unsigned_pct(host["resolves_pct"]), fmt_unsigned_pct(minimum),
                 "the A/A gate held its verdicts back" if host.get("gate") else "its verdicts stand"))
 
 
@@ -140,11 +137,7 @@ def trial_cv_pct(rows, metric):
     that ran two trials or more), or None where no launch ran two trials."""
     squares, df, total, n = 0.0, 0, 0.0, 0
     for row in rows:
-        groups = {}
-        for launch, value in zip(row.get("sample_launches") or [], (row.get("samples") or {}).get(metric) or []):
-            if value is not None:
-                groups.setdefault(launch, []).append(value)
-        for values in groups.values():
+        for values in trials_by_launch(row, metric).values():
             total, n = total + sum(values), n + len(values)
             if len(values) > 1:
                 mean = sum(values) / len(values)
@@ -221,11 +214,11 @@ def where_noise(noise):
 
 def _spread_words(noise):
     if noise["launch_cv_pct"] is not None:
-        launch = "the launch means vary by %s from launch to launch" % _pct(noise["launch_cv_pct"])
+        launch = "the launch means vary by %s from launch to launch" % fmt_unsigned_pct(noise["launch_cv_pct"])
     else:
-        launch = "the A/A's two launches differ by %s" % _pct(abs(noise["aa_change_pct"]))
+        launch = "the A/A's two launches differ by %s" % fmt_unsigned_pct(abs(noise["aa_change_pct"]))
     return "%s while the trials within a launch vary by %s (c=%s)" % (
-        launch, _pct(noise["trial_cv_pct"]), noise["concurrency"])
+        launch, fmt_unsigned_pct(noise["trial_cv_pct"]), noise["concurrency"])
 
 
 def _other_hosts(gpus):
@@ -277,22 +270,22 @@ def _host_advice(summary, host, folder):
         text = "on %s %s, so more trials will not help" % (name, _spread_words(noise))
         if practical:
             text += ", more launches will: about %d per variant (campaign_launches: %d) would resolve %s" % (
-                needed, needed, _pct(minimum))
+                needed, needed, fmt_unsigned_pct(minimum))
         else:
             text += ", and resolving %s would take %s per variant: %s would resolve more" % (
-                _pct(minimum), many, _either(others))
+                fmt_unsigned_pct(minimum), many, _either(others))
     elif where == "trial":
         text = "on %s %s, so %s would narrow the intervals" % (
             name, _spread_words(noise), _either(["more trials per launch (campaign_bench_trials)"] + others))
         if practical:
             text += "; about %d launches per variant (campaign_launches: %d) would resolve %s" % (
-                needed, needed, _pct(minimum))
+                needed, needed, fmt_unsigned_pct(minimum))
     elif practical:
         text = "on %s about %d launches per variant (campaign_launches: %d) would resolve %s" % (
-            name, needed, needed, _pct(minimum))
+            name, needed, needed, fmt_unsigned_pct(minimum))
     else:
         text = "on %s resolving %s would take %s per variant: %s would resolve more" % (
-            name, _pct(minimum), many, _either(others))
+            name, fmt_unsigned_pct(minimum), many, _either(others))
     return "%s; %s" % (text, rejudge)
 
 

@@ -1,6 +1,6 @@
 """The verdict taken on capacity (campaign_verdict_metric: capacity): a variant's capacity against its baseline's.
 
-Capacity (fleetopt.capacity) is a level, not a sample: the highest measured concurrency up to which every SLO
+Capacity (fleetopt.analysis.capacity) is a level, not a sample: the highest measured concurrency up to which every SLO
 holds on the mean of the runs' p99 figures. There is no interval of a change to read a verdict from, so the
 comparison is one of level judgements, the ones that decide it:
 
@@ -24,10 +24,10 @@ level that breaks can break any of the k SLOs, so those intervals are at 1 - (1 
 a level that holds must hold all of them, and a verdict must have all of its judgements firm (intersection-union
 tests), so those need no adjustment.
 """
-from fleetopt import stats
-from fleetopt.capacity import LABELS
+from fleetopt.analysis import stats
+from fleetopt.analysis.capacity import LABELS
 from fleetopt.formatting import fmt_capacity_with_trials, fmt_confidence
-from fleetopt.verdict_metrics import CAPACITY
+from fleetopt.analysis.verdict_metrics import CAPACITY
 
 METRIC = CAPACITY
 NAMES = ("the variant", "the baseline")
@@ -86,7 +86,7 @@ def _key_support(key, values, slo, confidence, holds):
 
 
 def level_support(level, slo, confidence=stats.DEFAULT_CONFIDENCE):
-    """Whether a level's judgement (fleetopt.capacity's `holds`, on the means) is firm, and why.
+    """Whether a level's judgement (fleetopt.analysis.capacity's `holds`, on the means) is firm, and why.
 
     Returns {"concurrency", "judged" ("holds" or "breaks"), "firm", "why", "confidence"}."""
     holds = bool(level["holds"])
@@ -223,7 +223,7 @@ def _decided(verdict, deciding, names, found_v, found_b):
 
 
 def compare_capacity(variant, baseline, confidence=stats.DEFAULT_CONFIDENCE, baseline_variant="baseline", names=NAMES):
-    """A variant's capacity (a fleetopt.capacity result) against its baseline's on the same host: the verdict, its
+    """A variant's capacity (a fleetopt.analysis.capacity result) against its baseline's on the same host: the verdict, its
     reason, the judgements that decide it (`deciding`: side, concurrency, judged, firm, why) and the change of
     capacity in percent where both have one."""
     slo = variant.get("slo") or baseline.get("slo") or {}

@@ -32,7 +32,7 @@ from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engine 
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engines import get_adapter
 from fleetopt.files import write_atomically
 from fleetopt.formatting import fmt_confidence
-from fleetopt.launches import launch_details
+from fleetopt.analysis.launches import launch_details
 
 VERSION = "0.2"
 FOLDER = "llm-d"

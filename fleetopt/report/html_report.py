@@ -2,7 +2,7 @@
 
 One file with inline CSS and inline SVG (no scripts, fonts or images from anywhere), so it
 can be mailed, archived or opened from a results share as it is. Everything that comes
-from cells is escaped by Jinja2's autoescape; only the SVG made by fleetopt.plots is not.
+from cells is escaped by Jinja2's autoescape; only the SVG made by fleetopt.report.plots is not.
 """
 import pathlib
 import shlex
@@ -10,18 +10,18 @@ import shlex
 import jinja2
 from markupsafe import Markup
 
-from fleetopt import plots
-from fleetopt.cost import power_text
-from fleetopt.steal import steal_text
+from fleetopt.report import plots
+from fleetopt.analysis.cost import power_text
+from fleetopt.report.steal import steal_text
 import yaml
 
-from fleetopt.capacity_verdict import METRIC as CAPACITY, capacity_rules
-from fleetopt.conclusion import conclusion
+from fleetopt.analysis.capacity_verdict import METRIC as CAPACITY, capacity_rules
+from fleetopt.analysis.conclusion import conclusion
 from fleetopt.formatting import (against_own_baseline, at_level, fmt, fmt_capacity, fmt_capacity_against,
                                  fmt_capacity_range, fmt_change, fmt_goodput, fmt_interval, fmt_mean_ci, fmt_money, fmt_pct, fmt_slo)
 from fleetopt.files import write_atomically
-from fleetopt.launches import describe_design, launch_details, launch_number, launch_total
-from fleetopt.summary import UNITS_OF_REPLICATION, comparison_method
+from fleetopt.analysis.launches import describe_design, launch_details, launch_number, launch_total
+from fleetopt.analysis.summary import UNITS_OF_REPLICATION, comparison_method
 
 TEMPLATES = pathlib.Path(__file__).resolve().parent / "templates"
 VERDICTS = ("improved", "neutral", "regressed", "mixed", "inconclusive", "blocked", "crashed", "timeout",
@@ -169,7 +169,7 @@ def render_html(summary, cells):
 
 def write_html_report(campaign_dir, summary, cells):
     """Write results/<campaign>/report.html and return its path."""
-    # Imported here: fleetopt.report imports this module to call this function.
+    # Imported here: fleetopt.report.write imports this module to call this function.
 
     path = pathlib.Path(campaign_dir) / "report.html"
     write_atomically(path, render_html(summary, cells))

@@ -7,37 +7,37 @@ with the baseline its stage measured again beside it (its cell's `stacked.baseli
 `baseline_of` names the stack), not with the matrix's, which may be hours older: a drift of the host
 between the stages would pose as the stack's effect. The baseline measured again is compared with
 the matrix's like any variant, and that comparison is the drift. The cells of one (host, variant)
-from several server launches are merged first (fleetopt.launches); the intervals of a variant's
+from several server launches are merged first (fleetopt.analysis.launches); the intervals of a variant's
 levels are simultaneous over those levels (Bonferroni); the A/A comparison gates each host's
-verdicts (fleetopt.verdicts).
+verdicts (fleetopt.analysis.verdicts).
 
 Under SLOs (the cells record the campaign_slo they were measured under; the report may give its
 own) each row carries goodput beside throughput (the client's request_goodput, and its share of
-the requests per second) and each variant its capacity (fleetopt.capacity). With a price per
-host-hour, each variant gets its cost per million output tokens at that capacity (fleetopt.cost);
+the requests per second) and each variant its capacity (fleetopt.analysis.capacity). With a price per
+host-hour, each variant gets its cost per million output tokens at that capacity (fleetopt.analysis.cost);
 where the GPUs' board power was sampled, rows carry it and the output tokens per joule.
 
 With the verdict metric `capacity` (campaign_verdict_metric), each variant's verdict is its capacity
-against its own baseline's on the same host (fleetopt.capacity_verdict, kept as `capacity_comparison`);
+against its own baseline's on the same host (fleetopt.analysis.capacity_verdict, kept as `capacity_comparison`);
 the levels keep their comparisons of the metrics but carry no verdict of their own, and the A/A
 comparison, the noise floor, is the baseline's capacity against itself.
 
 A variant whose server stated its baseline's configuration on every setting the variant set out to
-change is `no_effect`, with the server's reason, and is not compared (fleetopt.effective).
+change is `no_effect`, with the server's reason, and is not compared (fleetopt.analysis.effective).
 """
 import datetime
 import json
 import math
 import pathlib
 
-from fleetopt import stats, verdicts
-from fleetopt.capacity import capacity
-from fleetopt.capacity_verdict import compare_capacity
-from fleetopt.cost import attach_costs
-from fleetopt.effective import mark_no_effect
-from fleetopt.launches import campaign_design, launch_number, merge_launches
-from fleetopt.leftovers import leftover_notes
-from fleetopt.verdict_metrics import CAPACITY, COMPARED_METRICS
+from fleetopt.analysis import stats, verdicts
+from fleetopt.analysis.capacity import capacity
+from fleetopt.analysis.capacity_verdict import compare_capacity
+from fleetopt.analysis.cost import attach_costs
+from fleetopt.analysis.effective import mark_no_effect
+from fleetopt.analysis.launches import campaign_design, launch_number, merge_launches
+from fleetopt.analysis.leftovers import leftover_notes
+from fleetopt.analysis.verdict_metrics import CAPACITY, COMPARED_METRICS
 
 SUMMARY_METRICS = (
     "output_throughput", "total_throughput", "request_throughput",
@@ -316,7 +316,7 @@ def level_verdicts(own, baseline_levels):
 
 
 def capacity_comparison(cell, capacities, slo, confidence):
-    """A measured variant's capacity against its own baseline's on the same host (fleetopt.capacity_verdict)."""
+    """A measured variant's capacity against its own baseline's on the same host (fleetopt.analysis.capacity_verdict)."""
     reference = own_baseline(cell)
     found = capacities.get((cell["host"], reference)) or dict(
         capacity([], slo, confidence), reason="not measured on this host (no %s cell)" % reference)
@@ -452,7 +452,7 @@ def build_summary(campaign_dir, cells, verdict_metric="output_throughput", confi
     `cost_per_host_hour` None: each host's price as its cells recorded it (campaign_cost_per_host_hour)."""
     slo_source = "cells" if slo is None else "report"
     slo = campaign_slo(cells) if slo is None else dict(slo)
-    # A variant whose server ran its baseline's configuration is no comparison (fleetopt.effective).
+    # A variant whose server ran its baseline's configuration is no comparison (fleetopt.analysis.effective).
     merged = mark_no_effect(merge_launches(cells))
     rows = [row for cell in merged for row in cell_rows(cell, confidence)]
     rows = attach_comparisons(rows, verdict_metric, confidence, min_effect_pct)

@@ -23,8 +23,8 @@ take a launch's offset for a regression.
 import json
 import pathlib
 
-from fleetopt import stats
-from fleetopt.summary import compare_rows, pooled_launch_variances
+from fleetopt.analysis import stats
+from fleetopt.analysis.summary import compare_rows, pooled_launch_variances
 
 
 def load_summary(path):
