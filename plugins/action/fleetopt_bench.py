@@ -31,10 +31,9 @@ campaign.
 The first run whose server died or that timed out ends the benchmark; the module skips the rest of
 its level, and the levels left are reported as skipped here, as the module itself would.
 
-Capacity search: with SLOs and `capacity_search_levels`, after the planned levels it measures up to
-that many more (fleetopt_slo: while every level holds, double the top one up to
-`capacity_max_concurrency`; else bisect the gap below the first level that fails), each marked
-`searched`, and returns what it did as `capacity_search`.
+Capacity search: with SLOs and `capacity_search_levels`, after the planned levels it measures each
+level the search (module_utils/fleetopt_capacity_search.py) names, up to that many more, each
+marked `searched`, and returns what the search did as `capacity_search`.
 """
 from __future__ import absolute_import, division, print_function
 
@@ -44,7 +43,7 @@ import time
 
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
-from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_slo import level_holds, next_search_level
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_capacity_search import CapacitySearch
 
 display = Display()
 
@@ -147,33 +146,18 @@ class ActionModule(ActionBase):
         return None
 
     def _search_capacity(self):
-        """Levels measured after the planned ones to find the capacity under the SLOs (step up, then
-        bisect), at most `capacity_search_levels` of them; the search's record, and a failed module result."""
-        budget = int(self._args.get("capacity_search_levels") or 0)
-        slo = dict((k, v) for k, v in (self._args.get("slo") or {}).items() if v is not None)
-        if budget <= 0 or not slo:
+        """The capacity search (fleetopt_capacity_search) after the planned levels, each level it names measured
+        here; the search's record, and a failed module result."""
+        search = CapacitySearch.from_args(self._args)
+        if not search.enabled:
             return None, None
-        ceiling = int(self._args.get("capacity_max_concurrency") or 256)
-        searched, stopped_by = [], "budget"
         while True:
-            if self._ended:
-                stopped_by = "ended"
-                break
-            by_level = {}
-            for level in self._levels:
-                by_level.setdefault(int(level["concurrency"]), []).append(level)
-            ladder = [(c, level_holds(runs, slo)) for c, runs in by_level.items()]
-            concurrency = next_search_level(ladder, ceiling)
+            concurrency = search.next_level(self._levels, ended=bool(self._ended))
             if concurrency is None:
-                stopped_by = "ceiling" if all(holds for level, holds in ladder) else "found"
-                break
-            if len(searched) >= budget:
-                break
-            searched.append(concurrency)
+                return search.record(), None
             failed = self._measure(concurrency, searched=True)
             if failed:
                 return None, failed
-        return {"levels": searched, "budget": budget, "ceiling": ceiling, "stopped_by": stopped_by}, None
 
     def _level(self, concurrency, quantiles, served):
         """One module call for one level: its planned trials, the sequential rule and its quantiles."""

@@ -276,10 +276,14 @@ options:
         the mean of each p99 figure within its limit). While every level holds it doubles the top one, up to
         O(capacity_max_concurrency); once one fails, it bisects the gap below it. Searched runs are marked
         C(searched); RV(capacity_search) says what the search did. C(0) measures the planned levels only.
+      - The search is the action plugin's, on the controller (the class C(CapacitySearch) of
+        C(plugins/module_utils/fleetopt_capacity_search.py), which reads this option, O(capacity_max_concurrency)
+        and O(slo)); it measures each level the search names with one call of this module, which never reads
+        this option itself.
     type: int
     default: 0
   capacity_max_concurrency:
-    description: The highest concurrency the capacity search steps up to.
+    description: The highest concurrency the capacity search (O(capacity_search_levels)) steps up to.
     type: int
     default: 256
   cpus:
