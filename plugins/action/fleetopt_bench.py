@@ -17,10 +17,10 @@ until the 95 % interval of its mean output throughput is within that many percen
 quantiles come from scipy, here on the controller, and travel to the module as `t_quantiles`
 (the host has the standard library only).
 
-Warm-ups: each call after the first says the highest concurrency the server has completed a run at
-(`served_concurrency`, warm-up runs included), so the module warms up only a level new to the server,
-and makes warm-up runs until the server has settled only for a newly launched one (see its docs). The
-warm-up runs are shown as they were made, and their wall time is returned as `warmup_s`: client time
+Warm-ups: each call after the first passes on the highest concurrency the server has completed a run
+at (`served_concurrency`, warm-up runs included, as the call before returned it), so the module warms
+up only a level new to the server, and makes warm-up runs until the server has settled only for a
+newly launched one (see its docs). The warm-up runs are shown as they were made, and their wall time is returned as `warmup_s`: client time
 that measured nothing, inside `client_wall_s` and outside `measured_s`.
 
 Every call keeps the engine's client alive on the host, so its imports are paid once per cell; a
@@ -29,7 +29,8 @@ last call releases it. With a `client_dir` of its own, the client is left alive 
 campaign.
 
 The first run whose server died or that timed out ends the benchmark; the module skips the rest of
-its level, and the levels left are reported as skipped here, as the module itself would.
+its level, and the levels left are reported as skipped here, with the module's record of a skipped
+run (module_utils/fleetopt_bench_end.py).
 
 Capacity search: with SLOs and `capacity_search_levels`, after the planned levels it measures each
 level the search (module_utils/fleetopt_capacity_search.py) names, up to that many more, each
@@ -43,6 +44,7 @@ import time
 
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_bench_end import skipped_run
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_capacity_search import CapacitySearch
 
 display = Display()
@@ -94,6 +96,7 @@ class ActionModule(ActionBase):
         self._release_client()
         warmup_s = sum(record.get("duration_s") or 0.0 for record in self._warmup)
         result.update(changed=True, levels=self._levels, server_died=died, timed_out=timed_out, client=self._client,
+                      served_concurrency=self._served,
                       precision=self._precision, power=self._power, capacity_search=search, warmup=self._warmup,
                       client_wall_s=round(self._wall, 3), measured_s=round(measured, 3), warmup_s=round(warmup_s, 3))
         return result
@@ -110,12 +113,12 @@ class ActionModule(ActionBase):
         self._precision.extend(step.get("precision") or [])
         ran = [lv for lv in step.get("levels") or [] if lv.get("status") != "skipped"]
         done = 0.0
+        # The module counts what the server has served; the next level's call is given what it returned.
+        self._served = step.get("served_concurrency", self._served)
         for record in step.get("warmup") or []:
             self._warmup.append(record)
             for run in record.get("runs") or []:
                 done += run.get("duration_s") or 0.0
-                if run.get("status") == "ok":
-                    self._served = max(self._served, int(record["concurrency"]))
                 display.display("  [%s] %s: c=%d warm-up run %d/%d: %s (%.1f s elapsed)" % (
                     self._host, self._args.get("name"), concurrency, int(run.get("warmup_run") or 0),
                     int(record.get("max_runs") or 0), self._outcome(run), before + done))
@@ -126,8 +129,6 @@ class ActionModule(ActionBase):
             if searched:
                 level["searched"] = True
             self._levels.append(level)
-            if "ok" in (level.get("status"), (level.get("warmup_run") or {}).get("status")):
-                self._served = max(self._served, int(level["concurrency"]))
         for number, level in enumerate(ran, 1):
             # A run's own duration places its line in time; the level's last ends with the call.
             warmup = level.get("warmup_run")
@@ -180,10 +181,7 @@ class ActionModule(ActionBase):
                                  module_args=dict(self._args, release_client=True))
 
     def _skipped(self, concurrencies, trials):
-        died = self._ended[0]
-        return [{"concurrency": c, "trial": t, "status": "skipped", "metrics": None,
-                 "reason": "the server had exited" if died else "an earlier run timed out"}
-                for c in concurrencies for t in range(1, trials + 1)]
+        return [skipped_run(c, t, self._ended[0]) for c in concurrencies for t in range(1, trials + 1)]
 
     @staticmethod
     def _outcome(level):

@@ -131,8 +131,9 @@ options:
   served_concurrency:
     description:
       - The highest concurrency this server has already completed a run (a warm-up run included) at in this
-        benchmark, in earlier calls (the action plugin gives it for each level after the first); 0 for a server not
-        benchmarked yet. Decides which levels warm up (O(warmup_per_concurrency), O(max_warmup_runs)).
+        benchmark, in earlier calls; 0 for a server not benchmarked yet. Decides which levels warm up
+        (O(warmup_per_concurrency), O(max_warmup_runs)).
+      - The action plugin gives each level after the first the RV(served_concurrency) the call before it returned.
     type: int
     default: 0
   prompts_per_concurrency:
@@ -410,6 +411,15 @@ warmup:
                       "seed": 1000000, "duration_s": 4.1},
                      {"warmup_run": 2, "status": "ok", "output_throughput": 153.4, "change_pct": 2.11, "num_prompts": 8,
                       "seed": 1000001, "duration_s": 3.8}]}]
+served_concurrency:
+  description:
+    - The highest concurrency this server has completed a run at (a warm-up run or a trial's short warm-up
+      included) in this benchmark, this call's runs and O(served_concurrency) together; what the next call of the
+      same benchmark is given as O(served_concurrency). This module is where it is counted; the action plugin
+      passes on what the module returned.
+  returned: when the host was benchmarked
+  type: int
+  sample: 16
 client_wall_s:
   description: Wall time of the benchmark's module calls, client start-up and warm-ups (requests and runs) included (action plugin).
   returned: when the action plugin ran the benchmark
@@ -433,6 +443,7 @@ import sys
 import time
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_bench_end import end_reason, skipped_run
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engine import SLO_KEYS, BenchmarkFailed, redact_argv
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engines import ADAPTERS, get_adapter
 from ansible_collections.fleetopt.campaign.plugins.module_utils import fleetopt_bench_client, fleetopt_placement
@@ -787,11 +798,7 @@ class Benchmark:
         return self.died or self.timed_out
 
     def skip(self, concurrency, trial):
-        self.levels.append({"concurrency": concurrency, "trial": trial, "status": "skipped", "metrics": None,
-                            "reason": self.end_reason()})
-
-    def end_reason(self):
-        return "the server had exited" if self.died else "an earlier run timed out"
+        self.levels.append(skipped_run(concurrency, trial, self.died))
 
     def warmups(self, concurrency, trial):
         """Warm-up requests before this run, sent by the same client right before its measured ones.
@@ -843,7 +850,7 @@ class Benchmark:
             self.ran(record, argv)
             stopped_by = why_warmup_stops(runs, p["warmup_settle_pct"], p["max_warmup_runs"], ended=self.ended)
         self.warmup.append(warmup_record(concurrency, runs, stopped_by, p["warmup_settle_pct"], p["max_warmup_runs"],
-                                         ended_reason=self.end_reason() if self.ended else None))
+                                         ended_reason=end_reason(self.died) if self.ended else None))
 
     def run(self, concurrency, trial):
         warmups = self.warmups(concurrency, trial)
@@ -987,7 +994,7 @@ def main():
         guard.client.release()
     renew(p)
     result = dict(changed=True, levels=bench.levels, server_died=bench.died, timed_out=bench.timed_out,
-                  client=bench.client, power=sampler.description(), warmup=bench.warmup)
+                  client=bench.client, power=sampler.description(), warmup=bench.warmup, served_concurrency=bench.served)
     if precision is not None:
         result["precision"] = precision
     module.exit_json(**result)
