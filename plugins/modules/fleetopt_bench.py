@@ -34,22 +34,10 @@ description:
     and no connection sits idle for longer than one level.
 version_added: "0.1.0"
 author: fleetopt contributors (@fleetopt)
+extends_documentation_fragment:
+  - fleetopt.campaign.fleetopt_common
+  - fleetopt.campaign.fleetopt_common.engine_required
 options:
-  engine:
-    description: Engine adapter whose client to use.
-    type: str
-    choices: [sglang, vllm]
-    required: true
-  python:
-    description:
-      - Interpreter of the engine's virtual environment (the client ships with the engine). Required unless
-        O(release_client).
-    type: path
-  engine_version:
-    description:
-      - Installed engine release (as C(fleetopt_plan) reports it), so the client is called the way that
-        release expects (SGLang moved its benchmark to C(sglang.benchmark.serving) in 0.5.15).
-    type: str
   base_url:
     description: Server URL, e.g. C(http://127.0.0.1:8700). Required unless O(release_client).
     type: str
@@ -179,10 +167,6 @@ options:
   lease_path:
     description: The server's lease file (C(fleetopt_server) returns it); renewed while the benchmark runs.
     type: path
-  lease_s:
-    description: Seconds each renewal of the lease grants.
-    type: float
-    default: 0
   keep_client:
     description:
       - Keep the engine's client process alive after this call's runs, for the next call with the same
@@ -256,16 +240,6 @@ options:
     type: list
     elements: str
     default: []
-  api_key:
-    description: API key for a server started with one; never logged.
-    type: str
-  nvidia_smi:
-    description:
-      - nvidia-smi on the host. While the benchmark runs it samples every GPU's board power (C(power.draw.instant),
-        else C(power.draw)); each measured run records the mean over its measured window and the output tokens per
-        joule. A host without it (or without power readings) is benchmarked without; RV(power) says why.
-    type: str
-    default: nvidia-smi
   power_interval_ms:
     description: Milliseconds between two power samples.
     type: int
@@ -442,7 +416,8 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_bench_end import end_reason, skipped_run
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engine import SLO_KEYS, BenchmarkFailed, redact_argv
-from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engines import ADAPTERS, get_adapter
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_common import common_argument_spec
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engines import get_adapter
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_kept_client import ClientGuard, KeptClient
 from ansible_collections.fleetopt.campaign.plugins.module_utils import fleetopt_placement
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_power import PowerSampler
@@ -465,10 +440,7 @@ MEASURE_ARGS = ["python", "base_url", "served_model_name", "tokenizer", "concurr
 
 
 def module_args():
-    return dict(
-        engine=dict(type="str", choices=sorted(ADAPTERS), required=True),
-        python=dict(type="path"),
-        engine_version=dict(type="str"),
+    spec = dict(
         base_url=dict(type="str"),
         served_model_name=dict(type="str"),
         tokenizer=dict(type="path"),
@@ -487,7 +459,6 @@ def module_args():
         level_timeout=dict(type="float", default=600.0),
         runs=dict(type="list", elements="list"),
         lease_path=dict(type="path"),
-        lease_s=dict(type="float", default=0.0),
         warmup_every_trial=dict(type="bool", default=False),
         warmup_output_len=dict(type="int", default=0),
         max_warmup_runs=dict(type="int", default=3),
@@ -502,13 +473,13 @@ def module_args():
         t_quantiles=dict(type="list", elements="float"),
         served_concurrency=dict(type="int", default=0),
         extra_args=dict(type="list", elements="str", default=[]),
-        api_key=dict(type="str", no_log=True),
-        nvidia_smi=dict(type="str", default="nvidia-smi"),
         power_interval_ms=dict(type="int", default=200),
         capacity_search_levels=dict(type="int", default=0),
         capacity_max_concurrency=dict(type="int", default=256),
         cpus=dict(type="raw"),
     )
+    spec.update(common_argument_spec(engine_required=True))
+    return spec
 
 
 def server_running(pid):
