@@ -139,3 +139,9 @@ class ClientGuard:
 
     def orphaned(self):
         return os.getppid() != self.parent
+
+    def exit_if_orphaned(self):
+        """Stop the client and exit when the module's parent (Ansible) is gone: nobody would read a result."""
+        if self.orphaned():
+            self.stop_client()
+            sys.exit(1)

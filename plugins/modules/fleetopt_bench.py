@@ -410,7 +410,6 @@ warmup_s:
 
 import math
 import os
-import sys
 import time
 
 from ansible.module_utils.basic import AnsibleModule
@@ -515,9 +514,7 @@ def run_client(guard, p, argv, env, output_path):
     renewed = time.time()
     while not os.path.exists(done_path):
         watched = time.time()
-        if guard.orphaned():
-            guard.stop_client()
-            sys.exit(1)
+        guard.exit_if_orphaned()
         if not server_running(p["server_pid"]):
             guard.stop_client()
             return None, True, False, None
