@@ -130,3 +130,20 @@ def scripted_python(folder, scenario, name="python"):
 
 def _shell_quote(text):
     return "'" + text.replace("'", "'\"'\"'") + "'"
+
+
+def module_documentation(module):
+    """A module's DOCUMENTATION as ansible-doc shows it: its options with those of the doc fragments it
+    extends (plugins/doc_fragments; a fragment `name.var` is the fragment's VAR text), its own winning."""
+    import importlib
+    import yaml
+    doc = yaml.safe_load(module.DOCUMENTATION)
+    options = {}
+    for slug in doc.pop("extends_documentation_fragment", []):
+        assert slug.startswith("fleetopt.campaign."), slug
+        name, _, var = slug[len("fleetopt.campaign."):].partition(".")
+        fragment = importlib.import_module("ansible_collections.fleetopt.campaign.plugins.doc_fragments." + name)
+        options.update(yaml.safe_load(getattr(fragment.ModuleDocFragment, (var or "documentation").upper()))["options"])
+    options.update(doc.get("options") or {})
+    doc["options"] = options
+    return doc

@@ -17,10 +17,10 @@ until the 95 % interval of its mean output throughput is within that many percen
 quantiles come from scipy, here on the controller, and travel to the module as `t_quantiles`
 (the host has the standard library only).
 
-Warm-ups: each call after the first says the highest concurrency the server has completed a run at
-(`served_concurrency`, warm-up runs included), so the module warms up only a level new to the server,
-and makes warm-up runs until the server has settled only for a newly launched one (see its docs). The
-warm-up runs are shown as they were made, and their wall time is returned as `warmup_s`: client time
+Warm-ups: each call after the first passes on the highest concurrency the server has completed a run
+at (`served_concurrency`, warm-up runs included, as the call before returned it), so the module warms
+up only a level new to the server, and makes warm-up runs until the server has settled only for a
+newly launched one (see its docs). The warm-up runs are shown as they were made, and their wall time is returned as `warmup_s`: client time
 that measured nothing, inside `client_wall_s` and outside `measured_s`.
 
 Every call keeps the engine's client alive on the host, so its imports are paid once per cell; a
@@ -29,12 +29,12 @@ last call releases it. With a `client_dir` of its own, the client is left alive 
 campaign.
 
 The first run whose server died or that timed out ends the benchmark; the module skips the rest of
-its level, and the levels left are reported as skipped here, as the module itself would.
+its level, and the levels left are reported as skipped here, with the module's record of a skipped
+run (module_utils/fleetopt_bench_end.py).
 
-Capacity search: with SLOs and `capacity_search_levels`, after the planned levels it measures up to
-that many more (fleetopt_slo: while every level holds, double the top one up to
-`capacity_max_concurrency`; else bisect the gap below the first level that fails), each marked
-`searched`, and returns what it did as `capacity_search`.
+Capacity search: with SLOs and `capacity_search_levels`, after the planned levels it measures each
+level the search (module_utils/fleetopt_capacity_search.py) names, up to that many more, each
+marked `searched`, and returns what the search did as `capacity_search`.
 """
 from __future__ import absolute_import, division, print_function
 
@@ -44,7 +44,8 @@ import time
 
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
-from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_slo import level_holds, next_search_level
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_bench_end import skipped_run
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_capacity_search import CapacitySearch
 
 display = Display()
 
@@ -95,6 +96,7 @@ class ActionModule(ActionBase):
         self._release_client()
         warmup_s = sum(record.get("duration_s") or 0.0 for record in self._warmup)
         result.update(changed=True, levels=self._levels, server_died=died, timed_out=timed_out, client=self._client,
+                      served_concurrency=self._served,
                       precision=self._precision, power=self._power, capacity_search=search, warmup=self._warmup,
                       client_wall_s=round(self._wall, 3), measured_s=round(measured, 3), warmup_s=round(warmup_s, 3))
         return result
@@ -111,12 +113,12 @@ class ActionModule(ActionBase):
         self._precision.extend(step.get("precision") or [])
         ran = [lv for lv in step.get("levels") or [] if lv.get("status") != "skipped"]
         done = 0.0
+        # The module counts what the server has served; the next level's call is given what it returned.
+        self._served = step.get("served_concurrency", self._served)
         for record in step.get("warmup") or []:
             self._warmup.append(record)
             for run in record.get("runs") or []:
                 done += run.get("duration_s") or 0.0
-                if run.get("status") == "ok":
-                    self._served = max(self._served, int(record["concurrency"]))
                 display.display("  [%s] %s: c=%d warm-up run %d/%d: %s (%.1f s elapsed)" % (
                     self._host, self._args.get("name"), concurrency, int(run.get("warmup_run") or 0),
                     int(record.get("max_runs") or 0), self._outcome(run), before + done))
@@ -127,8 +129,6 @@ class ActionModule(ActionBase):
             if searched:
                 level["searched"] = True
             self._levels.append(level)
-            if "ok" in (level.get("status"), (level.get("warmup_run") or {}).get("status")):
-                self._served = max(self._served, int(level["concurrency"]))
         for number, level in enumerate(ran, 1):
             # A run's own duration places its line in time; the level's last ends with the call.
             warmup = level.get("warmup_run")
@@ -147,33 +147,18 @@ class ActionModule(ActionBase):
         return None
 
     def _search_capacity(self):
-        """Levels measured after the planned ones to find the capacity under the SLOs (step up, then
-        bisect), at most `capacity_search_levels` of them; the search's record, and a failed module result."""
-        budget = int(self._args.get("capacity_search_levels") or 0)
-        slo = dict((k, v) for k, v in (self._args.get("slo") or {}).items() if v is not None)
-        if budget <= 0 or not slo:
+        """The capacity search (fleetopt_capacity_search) after the planned levels, each level it names measured
+        here; the search's record, and a failed module result."""
+        search = CapacitySearch.from_args(self._args)
+        if not search.enabled:
             return None, None
-        ceiling = int(self._args.get("capacity_max_concurrency") or 256)
-        searched, stopped_by = [], "budget"
         while True:
-            if self._ended:
-                stopped_by = "ended"
-                break
-            by_level = {}
-            for level in self._levels:
-                by_level.setdefault(int(level["concurrency"]), []).append(level)
-            ladder = [(c, level_holds(runs, slo)) for c, runs in by_level.items()]
-            concurrency = next_search_level(ladder, ceiling)
+            concurrency = search.next_level(self._levels, ended=bool(self._ended))
             if concurrency is None:
-                stopped_by = "ceiling" if all(holds for level, holds in ladder) else "found"
-                break
-            if len(searched) >= budget:
-                break
-            searched.append(concurrency)
+                return search.record(), None
             failed = self._measure(concurrency, searched=True)
             if failed:
                 return None, failed
-        return {"levels": searched, "budget": budget, "ceiling": ceiling, "stopped_by": stopped_by}, None
 
     def _level(self, concurrency, quantiles, served):
         """One module call for one level: its planned trials, the sequential rule and its quantiles."""
@@ -196,10 +181,7 @@ class ActionModule(ActionBase):
                                  module_args=dict(self._args, release_client=True))
 
     def _skipped(self, concurrencies, trials):
-        died = self._ended[0]
-        return [{"concurrency": c, "trial": t, "status": "skipped", "metrics": None,
-                 "reason": "the server had exited" if died else "an earlier run timed out"}
-                for c in concurrencies for t in range(1, trials + 1)]
+        return [skipped_run(c, t, self._ended[0]) for c in concurrencies for t in range(1, trials + 1)]
 
     @staticmethod
     def _outcome(level):

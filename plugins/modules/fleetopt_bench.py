@@ -34,22 +34,10 @@ description:
     and no connection sits idle for longer than one level.
 version_added: "0.1.0"
 author: fleetopt contributors (@fleetopt)
+extends_documentation_fragment:
+  - fleetopt.campaign.fleetopt_common
+  - fleetopt.campaign.fleetopt_common.engine_required
 options:
-  engine:
-    description: Engine adapter whose client to use.
-    type: str
-    choices: [sglang, vllm]
-    required: true
-  python:
-    description:
-      - Interpreter of the engine's virtual environment (the client ships with the engine). Required unless
-        O(release_client).
-    type: path
-  engine_version:
-    description:
-      - Installed engine release (as C(fleetopt_plan) reports it), so the client is called the way that
-        release expects (SGLang moved its benchmark to C(sglang.benchmark.serving) in 0.5.15).
-    type: str
   base_url:
     description: Server URL, e.g. C(http://127.0.0.1:8700). Required unless O(release_client).
     type: str
@@ -131,8 +119,9 @@ options:
   served_concurrency:
     description:
       - The highest concurrency this server has already completed a run (a warm-up run included) at in this
-        benchmark, in earlier calls (the action plugin gives it for each level after the first); 0 for a server not
-        benchmarked yet. Decides which levels warm up (O(warmup_per_concurrency), O(max_warmup_runs)).
+        benchmark, in earlier calls; 0 for a server not benchmarked yet. Decides which levels warm up
+        (O(warmup_per_concurrency), O(max_warmup_runs)).
+      - The action plugin gives each level after the first the RV(served_concurrency) the call before it returned.
     type: int
     default: 0
   prompts_per_concurrency:
@@ -178,10 +167,6 @@ options:
   lease_path:
     description: The server's lease file (C(fleetopt_server) returns it); renewed while the benchmark runs.
     type: path
-  lease_s:
-    description: Seconds each renewal of the lease grants.
-    type: float
-    default: 0
   keep_client:
     description:
       - Keep the engine's client process alive after this call's runs, for the next call with the same
@@ -255,16 +240,6 @@ options:
     type: list
     elements: str
     default: []
-  api_key:
-    description: API key for a server started with one; never logged.
-    type: str
-  nvidia_smi:
-    description:
-      - nvidia-smi on the host. While the benchmark runs it samples every GPU's board power (C(power.draw.instant),
-        else C(power.draw)); each measured run records the mean over its measured window and the output tokens per
-        joule. A host without it (or without power readings) is benchmarked without; RV(power) says why.
-    type: str
-    default: nvidia-smi
   power_interval_ms:
     description: Milliseconds between two power samples.
     type: int
@@ -276,10 +251,14 @@ options:
         the mean of each p99 figure within its limit). While every level holds it doubles the top one, up to
         O(capacity_max_concurrency); once one fails, it bisects the gap below it. Searched runs are marked
         C(searched); RV(capacity_search) says what the search did. C(0) measures the planned levels only.
+      - The search is the action plugin's, on the controller (the class C(CapacitySearch) of
+        C(plugins/module_utils/fleetopt_capacity_search.py), which reads this option, O(capacity_max_concurrency)
+        and O(slo)); it measures each level the search names with one call of this module, which never reads
+        this option itself.
     type: int
     default: 0
   capacity_max_concurrency:
-    description: The highest concurrency the capacity search steps up to.
+    description: The highest concurrency the capacity search (O(capacity_search_levels)) steps up to.
     type: int
     default: 256
   cpus:
@@ -406,6 +385,15 @@ warmup:
                       "seed": 1000000, "duration_s": 4.1},
                      {"warmup_run": 2, "status": "ok", "output_throughput": 153.4, "change_pct": 2.11, "num_prompts": 8,
                       "seed": 1000001, "duration_s": 3.8}]}]
+served_concurrency:
+  description:
+    - The highest concurrency this server has completed a run at (a warm-up run or a trial's short warm-up
+      included) in this benchmark, this call's runs and O(served_concurrency) together; what the next call of the
+      same benchmark is given as O(served_concurrency). This module is where it is counted; the action plugin
+      passes on what the module returned.
+  returned: when the host was benchmarked
+  type: int
+  sample: 16
 client_wall_s:
   description: Wall time of the benchmark's module calls, client start-up and warm-ups (requests and runs) included (action plugin).
   returned: when the action plugin ran the benchmark
@@ -420,21 +408,20 @@ warmup_s:
   type: float
 """
 
-import inspect
 import math
 import os
-import signal
-import subprocess
-import sys
 import time
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_bench_end import end_reason, skipped_run
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engine import SLO_KEYS, BenchmarkFailed, redact_argv
-from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engines import ADAPTERS, get_adapter
-from ansible_collections.fleetopt.campaign.plugins.module_utils import fleetopt_bench_client, fleetopt_placement
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_common import common_argument_spec
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engines import get_adapter
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_kept_client import ClientGuard, KeptClient
+from ansible_collections.fleetopt.campaign.plugins.module_utils import fleetopt_placement
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_power import PowerSampler
-from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_process import pid_alive, process_identity, same_process, session_pids, signal_session
-from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_supervisor import read_json, write_json, write_lease
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_process import pid_alive, session_pids
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_supervisor import read_json, write_lease
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_warmup import WARMUP_SEED_OFFSET, warmup_record, why_warmup_stops
 
 # The server and the client are checked this often while a run goes on; its answer is looked for
@@ -452,10 +439,7 @@ MEASURE_ARGS = ["python", "base_url", "served_model_name", "tokenizer", "concurr
 
 
 def module_args():
-    return dict(
-        engine=dict(type="str", choices=sorted(ADAPTERS), required=True),
-        python=dict(type="path"),
-        engine_version=dict(type="str"),
+    spec = dict(
         base_url=dict(type="str"),
         served_model_name=dict(type="str"),
         tokenizer=dict(type="path"),
@@ -474,7 +458,6 @@ def module_args():
         level_timeout=dict(type="float", default=600.0),
         runs=dict(type="list", elements="list"),
         lease_path=dict(type="path"),
-        lease_s=dict(type="float", default=0.0),
         warmup_every_trial=dict(type="bool", default=False),
         warmup_output_len=dict(type="int", default=0),
         max_warmup_runs=dict(type="int", default=3),
@@ -489,13 +472,13 @@ def module_args():
         t_quantiles=dict(type="list", elements="float"),
         served_concurrency=dict(type="int", default=0),
         extra_args=dict(type="list", elements="str", default=[]),
-        api_key=dict(type="str", no_log=True),
-        nvidia_smi=dict(type="str", default="nvidia-smi"),
         power_interval_ms=dict(type="int", default=200),
         capacity_search_levels=dict(type="int", default=0),
         capacity_max_concurrency=dict(type="int", default=256),
         cpus=dict(type="raw"),
     )
+    spec.update(common_argument_spec(engine_required=True))
+    return spec
 
 
 def server_running(pid):
@@ -510,124 +493,6 @@ def tail(path, chars=OUTPUT_TAIL_CHARS):
             return handle.read().decode("utf-8", "replace")
     except (IOError, OSError):
         return ""
-
-
-class KeptClient:
-    """The engine's benchmark client, alive across the runs (and module calls) of a cell or a campaign.
-
-    Its folder holds the program, its identity (PID, start time, boot id, interpreter and the
-    environment it was given) and the run requests; a client that is gone, or was started for
-    another interpreter or environment, is replaced.
-    """
-
-    def __init__(self, p, env_facts):
-        self.p = p
-        self.folder = p["client_dir"] or os.path.join(p["result_dir"], ".client-%s" % p["name"])
-        self.identity_path = os.path.join(self.folder, "identity.json")
-        # What the client's environment was made of, without the secret itself.
-        self.env_facts = env_facts
-        self.pid = None
-        self.started_now = False
-        # The client's Cpus_allowed_list as /proc stated it at its last run.
-        self.cpus_seen = None
-
-    def alive(self, for_runs=True):
-        """Whether the client of this folder runs (and, for_runs, was started the way this call would)."""
-        identity = read_json(self.identity_path) or {}
-        if for_runs and (identity.get("python"), identity.get("env")) != (self.p["python"], self.env_facts):
-            return False
-        if not same_process(identity.get("process") or {}):
-            return False
-        self.pid = identity["process"]["pid"]
-        return True
-
-    def start(self, env):
-        if not os.path.isdir(self.folder):
-            os.makedirs(self.folder)
-        for entry in os.listdir(self.folder):
-            if entry.startswith(("request-", "done-", "stop", "client.json")):
-                os.remove(os.path.join(self.folder, entry))
-        program = os.path.join(self.folder, "fleetopt_bench_client.py")
-        with open(program, "w") as handle:
-            handle.write(inspect.getsource(fleetopt_bench_client))
-        with open(os.path.join(self.folder, "client.log"), "ab") as log:
-            proc = subprocess.Popen([self.p["python"], program, self.folder, str(self.p["client_idle_s"])],
-                                    stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                    cwd=self.folder, start_new_session=True,
-                                    preexec_fn=fleetopt_placement.pinning(self.env_facts.get("cpus")))
-        self.pid = proc.pid
-        self.started_now = True
-        write_json(self.identity_path, {"python": self.p["python"], "env": self.env_facts,
-                                        "process": process_identity(proc.pid)})
-
-    def ensure(self, env):
-        if self.alive():
-            return
-        if self.alive(for_runs=False):  # started another way: it must not answer this folder's requests
-            self.kill()
-        self.start(env)
-
-    def submit(self, module, args, output_path):
-        # After every request made so far: one still running (its module killed outright) is answered first.
-        number = len([e for e in os.listdir(self.folder) if e.startswith("request-") and e.endswith(".json")]) + 1
-        write_json(os.path.join(self.folder, "request-%d.json" % number),
-                   {"module": module, "args": args, "output": output_path})
-        return os.path.join(self.folder, "done-%d.json" % number)
-
-    def running(self):
-        return self.pid is not None and pid_alive(self.pid)
-
-    def kill(self):
-        if self.pid is not None:
-            signal_session(self.pid, signal.SIGKILL)
-            deadline = time.time() + 10
-            while session_pids(self.pid) and time.time() < deadline:
-                time.sleep(0.05)
-            self.reap()
-            self.pid = None
-
-    def reap(self):
-        try:
-            os.waitpid(self.pid, os.WNOHANG)
-        except OSError:
-            pass
-
-    def release(self):
-        """Let the client exit after its run, or stop it (it also exits on its own when left idle)."""
-        if self.pid is not None and os.path.isdir(self.folder):
-            with open(os.path.join(self.folder, "stop"), "w"):
-                pass
-            deadline = time.time() + 5
-            while self.running() and time.time() < deadline:
-                self.reap()
-                time.sleep(0.05)
-            if self.running():
-                self.kill()
-
-
-class ClientGuard:
-    """Stops the client when this module is interrupted or orphaned.
-
-    The client has a session of its own (so it can be stopped with everything it started),
-    which also means a terminal's Ctrl-C or a dropped SSH connection never reaches it.
-    """
-
-    def __init__(self):
-        self.client = None
-        self.parent = os.getppid()
-        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-            signal.signal(signum, self.interrupted)
-
-    def stop_client(self):
-        if self.client is not None:
-            self.client.kill()
-
-    def interrupted(self, signum, _frame):
-        self.stop_client()
-        sys.exit(128 + signum)
-
-    def orphaned(self):
-        return os.getppid() != self.parent
 
 
 def renew(p):
@@ -649,9 +514,7 @@ def run_client(guard, p, argv, env, output_path):
     renewed = time.time()
     while not os.path.exists(done_path):
         watched = time.time()
-        if guard.orphaned():
-            guard.stop_client()
-            sys.exit(1)
+        guard.exit_if_orphaned()
         if not server_running(p["server_pid"]):
             guard.stop_client()
             return None, True, False, None
@@ -783,11 +646,7 @@ class Benchmark:
         return self.died or self.timed_out
 
     def skip(self, concurrency, trial):
-        self.levels.append({"concurrency": concurrency, "trial": trial, "status": "skipped", "metrics": None,
-                            "reason": self.end_reason()})
-
-    def end_reason(self):
-        return "the server had exited" if self.died else "an earlier run timed out"
+        self.levels.append(skipped_run(concurrency, trial, self.died))
 
     def warmups(self, concurrency, trial):
         """Warm-up requests before this run, sent by the same client right before its measured ones.
@@ -839,7 +698,7 @@ class Benchmark:
             self.ran(record, argv)
             stopped_by = why_warmup_stops(runs, p["warmup_settle_pct"], p["max_warmup_runs"], ended=self.ended)
         self.warmup.append(warmup_record(concurrency, runs, stopped_by, p["warmup_settle_pct"], p["max_warmup_runs"],
-                                         ended_reason=self.end_reason() if self.ended else None))
+                                         ended_reason=end_reason(self.died) if self.ended else None))
 
     def run(self, concurrency, trial):
         warmups = self.warmups(concurrency, trial)
@@ -983,7 +842,7 @@ def main():
         guard.client.release()
     renew(p)
     result = dict(changed=True, levels=bench.levels, server_died=bench.died, timed_out=bench.timed_out,
-                  client=bench.client, power=sampler.description(), warmup=bench.warmup)
+                  client=bench.client, power=sampler.description(), warmup=bench.warmup, served_concurrency=bench.served)
     if precision is not None:
         result["precision"] = precision
     module.exit_json(**result)

@@ -21,12 +21,9 @@ description:
     or the port is held by a process fleetopt did not start.
 version_added: "0.1.0"
 author: fleetopt contributors (@fleetopt)
+extends_documentation_fragment:
+  - fleetopt.campaign.fleetopt_common.engine_required
 options:
-  engine:
-    description: Engine adapter.
-    type: str
-    choices: [sglang, vllm]
-    required: true
   python:
     description: Interpreter of the engine's virtual environment.
     type: path
@@ -205,7 +202,8 @@ from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_deadlin
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engine import merge_flags
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_launch_order import host_share, launch_order
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_versions import version_in_range
-from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engines import ADAPTERS, get_adapter
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_common import engine_argument_spec
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engines import get_adapter
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_gpu import gpu_facts
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_process import cmdline, port_in_use, port_listeners, session_pids
 
@@ -217,8 +215,7 @@ DSA_KEY = "index_topk"
 
 
 def module_args():
-    return dict(
-        engine=dict(type="str", choices=sorted(ADAPTERS), required=True),
+    spec = dict(
         python=dict(type="path", required=True),
         model=dict(type="path", required=True),
         catalog=dict(type="dict", required=True),
@@ -237,6 +234,8 @@ def module_args():
         host=dict(type="str", default="localhost"),
         spread=dict(type="bool", default=True),
     )
+    spec.update(engine_argument_spec(required=True))
+    return spec
 
 
 def cpu_model():

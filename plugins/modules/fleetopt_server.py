@@ -46,6 +46,9 @@ description:
     processes are allowed, read back from C(/proc/<pid>/status), as RV(server.placement).
 version_added: "0.1.0"
 author: fleetopt contributors (@fleetopt)
+extends_documentation_fragment:
+  - fleetopt.campaign.fleetopt_common
+  - fleetopt.campaign.fleetopt_common.engine
 options:
   name:
     description: Slot name; one server per slot. State lives in O(run_dir)/<name>.json.
@@ -60,18 +63,6 @@ options:
     type: str
     choices: [started, stopped, checked]
     default: started
-  engine:
-    description: Engine adapter to use.
-    type: str
-    choices: [sglang, vllm]
-  python:
-    description: Interpreter of the engine's virtual environment.
-    type: path
-  engine_version:
-    description:
-      - Installed engine release (as C(fleetopt_plan) reports it), so the launch command is rendered
-        for that release. Omit to render release-independent commands.
-    type: str
   model:
     description: Model directory (or hub id, for engines that resolve one offline).
     type: str
@@ -101,9 +92,6 @@ options:
     description: Environment holding secrets; never returned or written to state.
     type: dict
     default: {}
-  api_key:
-    description: API key the server requires (passed as C(--api-key)); never logged.
-    type: str
   engine_spec:
     description:
       - Phase patterns, ready line and failure signatures for the engine, the contents of
@@ -137,17 +125,6 @@ options:
     description: Seconds between looks at the log and the process.
     type: float
     default: 0.1
-  lease_s:
-    description:
-      - Seconds the server may run without hearing from fleetopt. Every call of this module (and
-        of C(fleetopt_bench) with the returned C(lease_path)) renews it; when it runs out the
-        supervisor stops the server and records why. C(0) means no lease.
-    type: float
-    default: 0
-  nvidia_smi:
-    description: The C(nvidia-smi) program; where it does not exist, GPU memory is not checked.
-    type: str
-    default: nvidia-smi
   gpu_busy_threshold_mib:
     description: A GPU holding more than this many MiB before a launch is in use by another process; nothing is launched.
     type: int
@@ -493,7 +470,8 @@ from ansible_collections.fleetopt.campaign.plugins.module_utils import (
     fleetopt_cache, fleetopt_follow, fleetopt_placement, fleetopt_process, fleetopt_supervisor,
 )
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engine import REDACTED, config_hash, redact_argv, redact_env, scrub_failure
-from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engines import ADAPTERS, get_adapter
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_common import common_argument_spec
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engines import get_adapter
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_gpu import GpuMemoryWatch, busy_gpus, memory_used
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_logwatch import LogWatcher
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_process import (
@@ -509,12 +487,9 @@ SUPERVISOR_START_TIMEOUT_S = 10.0
 
 
 def module_args():
-    return dict(
+    spec = dict(
         name=dict(type="str", required=True),
         state=dict(type="str", choices=["started", "stopped", "checked"], default="started"),
-        engine=dict(type="str", choices=sorted(ADAPTERS)),
-        python=dict(type="path"),
-        engine_version=dict(type="str"),
         model=dict(type="str"),
         served_model_name=dict(type="str", default="model"),
         host=dict(type="str", default="127.0.0.1"),
@@ -522,7 +497,6 @@ def module_args():
         flags=dict(type="dict", default={}),
         env=dict(type="dict", default={}),
         secret_env=dict(type="dict", default={}, no_log=True),
-        api_key=dict(type="str", no_log=True),
         engine_spec=dict(type="dict", default={}),
         log_path=dict(type="path"),
         run_dir=dict(type="path", required=True),
@@ -531,8 +505,6 @@ def module_args():
         release_timeout=dict(type="float", default=120.0),
         health_timeout=dict(type="float", default=20.0),
         poll_interval=dict(type="float", default=0.1),
-        lease_s=dict(type="float", default=0.0),
-        nvidia_smi=dict(type="str", default="nvidia-smi"),
         gpu_busy_threshold_mib=dict(type="int", default=1024),
         gpu_release_tolerance_mib=dict(type="int", default=256),
         follow_slice=dict(type="float"),
@@ -542,6 +514,8 @@ def module_args():
         cpus=dict(type="raw"),
         client_cpus=dict(type="raw"),
     )
+    spec.update(common_argument_spec())
+    return spec
 
 
 class ServerSlot:

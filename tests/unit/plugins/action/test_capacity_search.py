@@ -45,6 +45,7 @@ def ttft_answer(limit_at):
                    "metrics": {"output_throughput": 10.0 * c, "duration_s": 1.0, "p99_ttft_ms": limit_at * c}}
                   for t in (1, 2)]
         return {"changed": True, "levels": levels, "client": ["py"], "server_died": False, "timed_out": False,
+                "served_concurrency": max(args["served_concurrency"], c),
                 "precision": [{"concurrency": c, "trials": 2, "ok_trials": 2}]}
     return answer
 

@@ -1,6 +1,9 @@
 """The engines fleetopt knows are the adapters registered in module_utils/fleetopt_engines.py;
-every list of engine names elsewhere derives from that registry or is checked against it here
-(the CLI's: tests/unit/controller/test_classify_cli.py)."""
+every list of engine names elsewhere derives from that registry (the modules' argument specs, through
+module_utils/fleetopt_common.py), or, where it must stay static text (the doc fragment fleetopt_common that
+documents every module's `engine`, the campaign role's argument spec), is checked against it here (the
+CLI's: tests/unit/controller/test_classify_cli.py)."""
+import importlib
 import importlib.util
 
 import pytest
@@ -8,7 +11,7 @@ import yaml
 
 import fleetopt.paths  # noqa: F401  (makes the collection's module_utils importable)
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engines import ADAPTERS
-from helpers import ROOT
+from helpers import ROOT, module_documentation
 
 ENGINES = sorted(ADAPTERS)
 MODULES_WITH_ENGINE = ("fleetopt_bench", "fleetopt_plan", "fleetopt_server")
@@ -29,15 +32,31 @@ def test_every_engine_has_a_spec_and_a_catalog():
 
 
 @pytest.mark.parametrize("name", MODULES_WITH_ENGINE)
-def test_module_documentation_lists_the_registered_engines(name):
-    """DOCUMENTATION is static text (ansible-doc reads it without running the module)."""
-    doc = yaml.safe_load(load_module(name).DOCUMENTATION)
-    assert sorted(doc["options"]["engine"]["choices"]) == ENGINES
+def test_modules_document_engine_only_through_the_fragment_that_lists_the_registry(name):
+    """No module writes its own list of engines: `engine` comes from the doc fragment fleetopt_common."""
+    module = load_module(name)
+    own = yaml.safe_load(module.DOCUMENTATION)
+    assert "engine" not in own["options"]
+    assert set(own["extends_documentation_fragment"]) & {
+        "fleetopt.campaign.fleetopt_common.engine", "fleetopt.campaign.fleetopt_common.engine_required"}
+    assert sorted(module_documentation(module)["options"]["engine"]["choices"]) == ENGINES
+
+
+def test_the_fragments_engine_texts_list_the_registered_engines_and_differ_only_in_required():
+    """The fragment's texts are static (ansible-test reads them without running the file): checked here."""
+    fragment = importlib.import_module("ansible_collections.fleetopt.campaign.plugins.doc_fragments.fleetopt_common")
+    optional = yaml.safe_load(fragment.ModuleDocFragment.ENGINE)["options"]["engine"]
+    required = yaml.safe_load(fragment.ModuleDocFragment.ENGINE_REQUIRED)["options"]["engine"]
+    assert optional["choices"] == ENGINES
+    assert required == dict(optional, required=True)
 
 
 @pytest.mark.parametrize("name", MODULES_WITH_ENGINE)
-def test_module_argument_spec_accepts_the_registered_engines(name):
+def test_module_argument_spec_takes_engine_from_the_registry(name, monkeypatch):
     assert sorted(load_module(name).module_args()["engine"]["choices"]) == ENGINES
+    # The spec is built from the registry when it is asked for (module_utils/fleetopt_common.py), not copied.
+    monkeypatch.setitem(ADAPTERS, "llamacpp", object)
+    assert "llamacpp" in load_module(name).module_args()["engine"]["choices"]
 
 
 def test_role_argument_specs_list_the_registered_engines():

@@ -394,9 +394,13 @@ def test_a_level_warms_up_only_above_every_concurrency_the_server_has_served(scr
     # of warmup_per_concurrency * c; a level no higher than one already served, none.
     fresh = bench(python, tmp_path, concurrency=[4, 1, 16], warmup_per_concurrency=1, name="fresh")
     assert [lv["warmups"] for lv in fresh["levels"]] == [8, 0, 16]
+    assert fresh["served_concurrency"] == 16
     # A call that continues a benchmark (the action plugin's next level) says what was served.
     later = bench(python, tmp_path, concurrency=[4, 6], warmup_per_concurrency=1, served_concurrency=4, name="later")
     assert [lv["warmups"] for lv in later["levels"]] == [0, 6]
+    assert later["served_concurrency"] == 6
+    higher = bench(python, tmp_path, concurrency=[2], served_concurrency=8, name="higher")
+    assert higher["served_concurrency"] == 8, "what earlier calls served still counts"
 
 
 WARMUP_SEED = 1000000  # fleetopt_warmup.WARMUP_SEED_OFFSET: warm-up run k has seed + WARMUP_SEED + k - 1
@@ -550,3 +554,30 @@ def test_a_server_that_dies_during_a_short_warm_up_ends_the_benchmark(scripted_p
     assert result["server_died"] is True and not result.get("failed")
     assert [lv["status"] for lv in result["levels"]] == ["skipped", "skipped"]
     assert result["levels"][0]["warmup_run"]["reason"] == "the server exited during the benchmark"
+
+
+def failing_trials(tmp_path, warmup_throughputs):
+    """A client whose warm-up runs succeed (fleetopt_warmup's seeds) and whose trials complete no request."""
+    failed = json.load(open(RESULT))
+    failed.update(completed=0, failed=failed["completed"])
+    path = tmp_path / "failed-trial.json"
+    path.write_text(json.dumps(failed))
+    return dict(warmup_scenario(tmp_path, warmup_throughputs), client_result=str(path))
+
+
+def test_a_server_that_completed_warm_up_runs_has_served_whatever_its_trials_did(scripted_python, tmp_path):
+    python = scripted_python(failing_trials(tmp_path, [100.0, 101.0]))
+    result = bench(python, tmp_path, concurrency=[4], max_warmup_runs=2)
+    assert [lv["status"] for lv in result["levels"]] == ["failed"]
+    assert result["served_concurrency"] == 4
+
+
+def test_a_server_that_completed_a_short_warm_up_has_served_whatever_its_trial_did(scripted_python, tmp_path):
+    python = scripted_python(failing_trials(tmp_path, [100.0]))
+    result = bench(python, tmp_path, concurrency=[2], warmup_output_len=8)
+    level = result["levels"][0]
+    assert level["warmup_run"]["status"] == "ok" and level["status"] == "failed"
+    assert result["served_concurrency"] == 2
+    nothing = bench(scripted_python(failing_trials(tmp_path, [None]), name="p2"), tmp_path, concurrency=[2],
+                    warmup_output_len=8, name="nothing")
+    assert nothing["served_concurrency"] == 0, "a server that completed no run has served nothing"

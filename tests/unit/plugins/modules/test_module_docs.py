@@ -5,7 +5,7 @@ import importlib.util
 import pytest
 import yaml
 
-from helpers import ROOT
+from helpers import ROOT, module_documentation
 
 MODULES = sorted((ROOT / "plugins" / "modules").glob("*.py"))
 
@@ -20,7 +20,7 @@ def load(path):
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: p.stem)
 def test_documentation_examples_and_return_are_valid_and_match_the_argument_spec(path):
     module = load(path)
-    doc = yaml.safe_load(module.DOCUMENTATION)
+    doc = module_documentation(module)
     assert doc["module"] == path.stem
     assert doc["short_description"] and doc["description"]
     examples = yaml.safe_load(module.EXAMPLES)
@@ -32,6 +32,7 @@ def test_documentation_examples_and_return_are_valid_and_match_the_argument_spec
         assert option.get("description"), name
         assert option.get("type", "str") == spec[name].get("type", "str"), name
         assert option.get("required", False) == spec[name].get("required", False), name
+        assert option.get("choices") == spec[name].get("choices"), name
         if "default" in spec[name]:
             assert option.get("default") == spec[name]["default"], name
 
