@@ -30,11 +30,13 @@ def test_a_freed_slot_goes_to_the_request_that_waited_not_to_one_arriving_after_
     assert served == ["waited", "arrived after"]
 
 
-def test_requests_are_admitted_in_the_order_they_came_and_never_more_than_the_slots_at_once():
-    slots, order, running, most = Slots(2), [], [0], [0]
+def admit(count, requests):
+    """`requests` requests, each started once the ones before it wait for the `count` slots (all held at first);
+    then the slots are freed. The order they were served in, and the most served at once."""
+    slots, order, running, most = Slots(count), [], [0], [0]
     lock = threading.Lock()
-    slots.acquire()
-    slots.acquire()
+    for _ in range(count):
+        slots.acquire()
 
     def request(number):
         with slots:
@@ -47,12 +49,22 @@ def test_requests_are_admitted_in_the_order_they_came_and_never_more_than_the_sl
                 running[0] -= 1
 
     threads = []
-    for number in range(8):
+    for number in range(requests):
         threads.append(threading.Thread(target=request, args=(number,)))
         threads[-1].start()
         wait_until(lambda: slots.waiting == number + 1)
-    slots.release()
-    slots.release()
+    for _ in range(count):
+        slots.release()
     for thread in threads:
         thread.join(5)
-    assert order == list(range(8)) and most[0] <= 2, (order, most)
+    return order, most[0]
+
+
+def test_requests_on_one_slot_are_served_in_the_order_they_came():
+    order, most = admit(1, 8)
+    assert order == list(range(8)) and most == 1, (order, most)
+
+
+def test_never_more_requests_are_served_at_once_than_there_are_slots():
+    order, most = admit(3, 12)
+    assert sorted(order) == list(range(12)) and most <= 3, (order, most)
