@@ -5,14 +5,14 @@ The first three tests share one server, in order: its start and a second start t
 nothing, the per-request token timings it serves, then its stop.
 
 Token timings: the model the set-up generates must make a decode step cost measurable engine time, or ITL and
-TPOT mean nothing (a model too small has the API server fall behind, and the client receives tokens in bursts
-microseconds apart, with time to first token most of a request). The test runs the engine's own client with
---save-detailed. A decode step's time, the run's duration times its concurrency over the tokens it delivered, is
-above 1 ms at concurrency 1 and 4 (a tenth of what the default model gives on a 2-core machine, so a faster host
-passes; a hundred times the too-small model's); a busy host can only lengthen it. At concurrency 1 the median
-inter-token latency is above that floor too, and time to first token is a minority of a request. (At concurrency 4
-a host loaded by other processes stalls the API server, which then delivers tokens together: its per-token gaps
-are not asserted.)
+TPOT mean nothing (with a model too small, the API server falls behind and time to first token is most of a
+request). The test runs the engine's own client with --save-detailed. A decode step's time, the run's duration times
+its concurrency over the tokens it delivered, is above 1 ms at concurrency 1 and 4 (a tenth of what the default
+model gives on a 2-core machine, so a faster host passes; a hundred times the too-small model's); a busy host can
+only lengthen it. At concurrency 1 each request's own time per output token after its first (TPOT) is above that
+floor too, and time to first token is a minority of a request. Per-token gaps are not asserted: vLLM's API server
+sends the tokens it has together whenever another process held the CPU, at any concurrency, so their median can be
+microseconds on a host where TPOT is milliseconds.
 """
 import json
 import os
@@ -28,7 +28,7 @@ from e2e.conftest import local_server_args
 from helpers import free_port, pid_gone
 from module_runner import run_module
 
-ITL_FLOOR_S = 0.001
+DECODE_FLOOR_S = 0.001
 MAX_TTFT_SHARE = 0.5
 OUTPUT_LEN = 64
 
@@ -71,10 +71,11 @@ def bench(engine, base_url, result_dir, concurrency, prompts, warmups):
 
 
 def timings(result):
-    itls = [gap for request in result["itls"] for gap in request]
     return {
-        "median_itl_ms": 1000 * statistics.median(itls),
-        "slowest_request_median_itl_ms": 1000 * min(statistics.median(r) for r in result["itls"]),
+        "median_tpot_ms": 1000 * statistics.median(
+            (e2e - ttft) / (tokens - 1) for e2e, ttft, tokens in zip(result["latencies"], result["ttfts"],
+                                                                    result["output_lens"])),
+        "median_itl_ms": 1000 * statistics.median(gap for request in result["itls"] for gap in request),
         "ttft_share": [ttft / e2e for ttft, e2e in zip(result["ttfts"], result["latencies"])],
         "decode_step_ms": 1000 * result["duration"] * result["max_concurrency"] / result["total_output_tokens"],
     }
@@ -83,13 +84,13 @@ def timings(result):
 def test_decode_steps_take_measurable_time_and_ttft_is_a_minority_of_a_request(local_engine, served, tmp_path):
     assert served["started"]["server"]["status"] == "ready", served["started"]
     base_url = served["started"]["server"]["base_url"]
-    # One warm-up wave per level, then a few requests: about 10 s of client time in all.
+    # One warm-up wave per level, then a few requests: a few seconds of client time in all.
     results = {c: bench(local_engine, base_url, tmp_path / "bench", c, prompts, warmups=c)
-               for c, prompts in ((1, 4), (4, 8))}
+               for c, prompts in ((1, 8), (4, 8))}
     seen = {c: timings(r) for c, r in results.items()}
     for concurrency, t in seen.items():
-        assert t["decode_step_ms"] > 1000 * ITL_FLOOR_S, (concurrency, seen)
-    assert seen[1]["median_itl_ms"] > 1000 * ITL_FLOOR_S, seen
+        assert t["decode_step_ms"] > 1000 * DECODE_FLOOR_S, (concurrency, seen)
+    assert seen[1]["median_tpot_ms"] > 1000 * DECODE_FLOOR_S, seen
     assert statistics.median(seen[1]["ttft_share"]) < MAX_TTFT_SHARE, seen
 
 

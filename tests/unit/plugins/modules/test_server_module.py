@@ -123,10 +123,13 @@ def test_stopping_nothing_is_no_change(server_args, tmp_path):
 
 
 def test_a_server_that_died_on_its_own_is_explained_when_stopped(scripted_python, server_args, port, tmp_path):
-    python = scripted_python({"lines": READY + [[0.5, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2 GiB"]],
-                              "serve_health_on": port, "exit_code": 1})
+    go = tmp_path / "go"
+    python = scripted_python({"lines": READY + [[0, "@await"],
+                                                [0, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2 GiB"]],
+                              "go_file": str(go), "serve_health_on": port, "exit_code": 1})
     started = run_module("fleetopt_server", server_args(python))
     assert started["server"]["status"] == "ready"
+    go.write_text("")  # the crash comes once the start has been reported ready
     deadline = time.time() + 20
     while not pid_gone(started["server"]["pid"]) and time.time() < deadline:
         time.sleep(0.1)

@@ -159,13 +159,15 @@ def test_readiness_latency_is_measured_from_the_ready_lines_write(scripted_pytho
     stamps = str(tmp_path / "stamps")
     python = scripted_python({"lines": READY, "serve_health_on": port, "stamp_file": stamps})
     result = run_module("fleetopt_server", server_args(python))
+    returned = time.time()
     try:
         server = result["server"]
         written = stamp_of(stamps, READY[-1][1])
         noticed = server["ready_written_at"] + server["ready_noticed_after_s"]
-        # The supervisor records the write the moment the line passes through it.
-        assert written <= server["ready_written_at"] < written + 0.25
-        assert written <= noticed < written + 0.5
+        # The supervisor records the write as the line passes through it, not when the module reads the log (how
+        # soon the module notices is a figure of tests/benchmarks/campaign_overhead.py, not a bound here).
+        assert written <= server["ready_written_at"] <= noticed <= returned
+        assert server["ready_written_at"] - written < 2.0
     finally:
         run_module("fleetopt_server", server_args(python, state="stopped"))
 
@@ -215,11 +217,12 @@ def test_the_label_is_kept_in_the_state_and_follows_the_running_server(scripted_
 
 def test_a_renewed_lease_never_stops_a_healthy_server(scripted_python, server_args, port):
     python = scripted_python({"lines": READY, "serve_health_on": port})
-    started = run_module("fleetopt_server", server_args(python, lease_s=3))
+    # Renewed every 2 s for 12 s and more, past the 8 s lease: a renewal may take up to 6 s on a busy host.
+    started = run_module("fleetopt_server", server_args(python, lease_s=8))
     try:
-        for _ in range(4):
-            time.sleep(1.5)
-            again = run_module("fleetopt_server", server_args(python, lease_s=3))
+        for _ in range(6):
+            time.sleep(2)
+            again = run_module("fleetopt_server", server_args(python, lease_s=8))
             assert again["changed"] is False, again
         assert not pid_gone(started["server"]["pid"])
     finally:
