@@ -66,7 +66,8 @@ def test_every_cell_records_what_produced_it(campaign):
     assert provenance["fleetopt_revision"] and provenance["ansible_version"].startswith("2.19")
     assert "--enforce-eager" not in cell["launch"]["argv"] and cell["launch"]["catalog_flags"] == {"--enforce-eager": None}
     assert cell["startup"]["phases"]["compile"]["duration_s"] > 0
-    assert 0 <= cell["startup"]["ready_noticed_after_s"] < 0.5
+    # How soon readiness is noticed is a figure of tests/benchmarks/campaign_overhead.py; here, that it is recorded.
+    assert 0 <= cell["startup"]["ready_noticed_after_s"] < cell["startup"]["startup_s"]
     assert os.path.exists(cell["startup"]["log_path"])
     assert len(cell["cell_key"]) == 64
     # The new server's cold start: the embedded default's 8 warm-up requests, 8 tokens each, in a run of their own

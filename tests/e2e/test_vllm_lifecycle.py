@@ -49,7 +49,7 @@ def served(local_engine, tmp_path_factory):
 def test_start_is_idempotent(local_engine, served):
     started, server = served["started"], served["started"]["server"]
     assert started["changed"] and server["status"] == "ready", started
-    assert server["ready_noticed_after_s"] < 0.5
+    assert 0 <= server["ready_noticed_after_s"] < server["startup_s"]
     assert {"launch", "engine_init", "weights", "kv_cache", "http"} <= set(server["phases"])
     again = run_module("fleetopt_server", server_args(local_engine, served["folder"], served["port"]))
     assert again["changed"] is False and again["server"]["pid"] == server["pid"]
