@@ -20,8 +20,9 @@ quantiles come from scipy, here on the controller, and travel to the module as `
 Warm-ups: each call after the first passes on the highest concurrency the server has completed a run
 at (`served_concurrency`, warm-up runs included, as the call before returned it), so the module warms
 up only a level new to the server, and makes warm-up runs until the server has settled only for a
-newly launched one (see its docs). The warm-up runs are shown as they were made, and their wall time is returned as `warmup_s`: client time
-that measured nothing, inside `client_wall_s` and outside `measured_s`.
+newly launched one (see its docs). The warm-up runs are shown as they were made, and their wall time
+is returned as `warmup_s`: client time that measured nothing, inside `client_wall_s` and outside
+`measured_s`.
 
 Every call keeps the engine's client alive on the host, so its imports are paid once per cell; a
 last call releases it. With a `client_dir` of its own, the client is left alive for the next cell
