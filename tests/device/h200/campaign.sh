@@ -87,7 +87,7 @@ collect() {
 
 follow() {  # seconds
   local until offset size pid
-  until=$(awk -v a="$T0" -v s="$1" 'BEGIN { print a + s - 25 }')
+  until=$(awk -v a="$T0" -v s="$1" 'BEGIN { printf "%.3f", a + s - 25 }')
   offset=$(cat "$ROOT/follow.offset" 2>/dev/null || echo 0)
   pid=$(cat "$ROOT/play.pid" 2>/dev/null)
   while :; do

@@ -1,0 +1,46 @@
+"""tests/device/h200/campaign.sh follow: it follows a running campaign for the seconds it is given.
+
+A device command holds the machine only while it runs, and the machine keeps /tmp about 30 s after it, so a follow that
+returns at once loses the campaign, and one that outlives the command's 10 minutes loses what it would have collected.
+"""
+import os
+import pathlib
+import subprocess
+import time
+
+from helpers import ROOT
+
+SCRIPT = ROOT / "tests" / "device" / "h200" / "campaign.sh"
+
+
+def test_follow_waits_for_a_running_campaign_until_its_seconds_are_up(tmp_path):
+    root = tmp_path / "h200"
+    root.mkdir()
+    campaign = subprocess.Popen(["sleep", "60"])
+    try:
+        (root / "play.pid").write_text("%d\n" % campaign.pid)
+        (root / "play.log").write_text("PLAY [Run the baseline and every variant] ***\n")
+        started = time.monotonic()
+        # follow N stops N - 25 s after it starts, leaving the rest of the command's time to collect the results.
+        done = subprocess.run(["bash", str(SCRIPT), "follow", "29"], capture_output=True, text=True, timeout=60,
+                              env=dict(os.environ, FLEETOPT_H200_ROOT=str(root), OUT=str(tmp_path / "out")))
+        waited = time.monotonic() - started
+    finally:
+        campaign.kill()
+        campaign.wait()
+    assert done.returncode == 0, done.stderr
+    assert "PLAY [Run the baseline and every variant]" in done.stdout
+    assert "still running; follow again" in done.stdout
+    assert waited >= 4.0, "follow returned after %.1f s of the 4 s it was given" % waited
+    assert (pathlib.Path(tmp_path / "out" / "play.log")).read_text().startswith("PLAY")
+
+
+def test_follow_returns_once_the_campaign_has_ended(tmp_path):
+    root = tmp_path / "h200"
+    root.mkdir()
+    (root / "play.pid").write_text("999999999\n")
+    (root / "play.log").write_text("PLAY RECAP ***\n")
+    done = subprocess.run(["bash", str(SCRIPT), "follow", "500"], capture_output=True, text=True, timeout=60,
+                          env=dict(os.environ, FLEETOPT_H200_ROOT=str(root), OUT=str(tmp_path / "out")))
+    assert done.returncode == 0, done.stderr
+    assert "PLAY RECAP" in done.stdout and "campaign ended" in done.stdout
