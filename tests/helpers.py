@@ -97,7 +97,8 @@ def run_local_playbook(playbook, timeout=300):
 
 
 # The engines' client modules that a scripted interpreter answers with tests/scripted_process.py.
-CLIENT_MODULES = ("vllm.entrypoints.cli.main", "sglang.bench_serving", "sglang.benchmark.serving")
+CLIENT_MODULES = ("vllm.entrypoints.cli.main", "vllm.entrypoints.cli.benchmark.main", "vllm.entrypoints.cli.serve",
+                  "vllm.benchmarks.serve", "sglang.bench_serving", "sglang.benchmark.serving")
 
 
 def scripted_python(folder, scenario, name="python"):
@@ -116,7 +117,8 @@ def scripted_python(folder, scenario, name="python"):
             package.mkdir(parents=True, exist_ok=True)
             (package / "__init__.py").touch()
         modules.joinpath(*parts[:-1], parts[-1] + ".py").write_text(
-            "import sys\nimport scripted_process\n\nscripted_process.run(%r, sys.argv[1:])\n" % scenario)
+            "import sys\nimport scripted_process\n\nscripted_process.imported(%r, __name__)\n"
+            "if __name__ == '__main__':\n    scripted_process.run(%r, sys.argv[1:])\n" % (scenario, scenario))
     path = folder / name
     path.write_text(
         "#!/bin/sh\n"

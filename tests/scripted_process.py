@@ -21,7 +21,10 @@ Scenario: {"lines": [[delay_s, "text"], ...], "serve_health_on": PORT or null,
            folder that variable names, as a compiler filling its cache does),
            "gpu_file": PATH, "gpu_hold_mib": N, "gpu_release_delay_s": S or null
            (hold "GPU memory" in the file fake_nvidia_smi.py reads; after this process ends the
-           memory returns S seconds later, like NVML after a kill; null: it never returns)}
+           memory returns S seconds later, like NVML after a kill; null: it never returns),
+           "imports_file": PATH (a client module appends the name it was imported under: its own,
+           or __main__ for a run), "import_go_file": PATH (an import by its own name waits until
+           it exists, as a slow import of a real client would)}
 """
 import http.server
 import json
@@ -99,6 +102,17 @@ def escape_holding_port(port):
 
 def main():
     run(json.loads(sys.argv[1]), sys.argv[2:])
+
+
+def imported(scenario, name):
+    """As a benchmark client module: note the import, and let one by the module's own name (a preload,
+    not a run) wait for its go file."""
+    if scenario.get("imports_file"):
+        with open(scenario["imports_file"], "a") as handle:
+            handle.write(name + "\n")
+    if name != "__main__" and scenario.get("import_go_file"):
+        while not os.path.exists(scenario["import_go_file"]):
+            time.sleep(0.02)
 
 
 def run(scenario, args):

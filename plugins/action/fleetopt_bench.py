@@ -64,8 +64,8 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
         args = dict(self._task.args)
-        # A call for given runs, or one that only releases the kept client, goes to the module as it is.
-        if self._play_context.check_mode or args.get("runs") or args.get("release_client"):
+        # A call for given runs, or one that only starts or releases the kept client, goes to the module as it is.
+        if self._play_context.check_mode or args.get("runs") or args.get("state", "measured") != "measured":
             result.update(self._execute_module(module_name="fleetopt.campaign.fleetopt_bench", module_args=args, task_vars=task_vars))
             return result
         self._host = task_vars.get("inventory_hostname", "?") if task_vars else "?"
@@ -179,7 +179,7 @@ class ActionModule(ActionBase):
         """
         if not self._ended and not self._args.get("client_dir"):
             self._execute_module(module_name="fleetopt.campaign.fleetopt_bench", task_vars=self._task_vars,
-                                 module_args=dict(self._args, release_client=True))
+                                 module_args=dict(self._args, state="client_released"))
 
     def _skipped(self, concurrencies, trials):
         return [skipped_run(c, t, self._ended[0]) for c in concurrencies for t in range(1, trials + 1)]

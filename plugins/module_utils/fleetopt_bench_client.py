@@ -12,11 +12,14 @@ measures is the engine's, unchanged, and its result files keep their formats.
 
 Requests and answers are files in this client's folder, each written whole (rename):
 
-- `request-<n>.json` (from the module): {"module", "args", "output"};
-- `done-<n>.json` (from here): {"exit_code", "started_at", "ended_at", "cpu_s", "host_steal_share"};
+- `request-<n>.json` (from the module): {"module", "args", "output"} for a run, or {"preload": [modules]};
+- `done-<n>.json` (from here): {"exit_code", "started_at", "ended_at", "cpu_s", "host_steal_share"} for a
+  run; {"preloaded", "failed", "started_at", "ended_at"} for a preload;
 - `client.json` (from here): {"pid", "started_at", "runs"}.
 
-It exits when the file `stop` appears or when no request came for `idle_s` seconds, so a
+A preload imports the client's modules under their own names, as `import` does (their `__main__`
+code does not run): a client started ahead of its first run, while a server starts, pays its imports
+there instead of in that run. It exits when the file `stop` appears or when no request came for `idle_s` seconds, so a
 controller that went away leaves nothing behind for long; `fleetopt_bench` kills its
 session outright on a time-out, a dead server, an interrupt or a lost parent.
 """
@@ -24,6 +27,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import importlib
 import json
 import os
 import resource
@@ -93,6 +97,8 @@ def run_once(request):
     os.dup2(out, 2)
     os.close(out)
     sys.argv = [request["module"]] + list(request["args"])
+    # A preloaded client module runs anew as __main__, its own imports kept (runpy warns of one left in sys.modules).
+    sys.modules.pop(request["module"], None)
     started, cpu, host = time.time(), cpu_seconds(), host_cpu_ticks()
     code = 0
     try:
@@ -111,6 +117,18 @@ def run_once(request):
         os.close(saved[1])
     return {"exit_code": code, "started_at": started, "ended_at": time.time(), "cpu_s": cpu_seconds() - cpu,
             "host_steal_share": steal_share(host, host_cpu_ticks())}
+
+
+def preload(modules):
+    """Import the client's modules; one that fails is named with its error and left to the run to report."""
+    started, done, failed = time.time(), [], {}
+    for name in modules:
+        try:
+            importlib.import_module(name)
+            done.append(name)
+        except (Exception, SystemExit) as exc:  # the run reports it; this program serves on
+            failed[name] = "%s: %s" % (type(exc).__name__, exc)
+    return {"preloaded": done, "failed": failed, "started_at": started, "ended_at": time.time()}
 
 
 def next_request(folder, number):
@@ -133,7 +151,8 @@ def serve(folder, idle_s):
                 return
             time.sleep(POLL_S)
             continue
-        write_json(os.path.join(folder, "done-%d.json" % number), run_once(request))
+        answer = preload(request["preload"]) if "preload" in request else run_once(request)
+        write_json(os.path.join(folder, "done-%d.json" % number), answer)
         status["runs"] = number
         write_json(os.path.join(folder, "client.json"), status)
         number += 1

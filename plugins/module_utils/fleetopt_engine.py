@@ -258,6 +258,11 @@ class EngineAdapter:
     def bench_env(self):
         return {}
 
+    def bench_preload_modules(self):
+        """The modules whose import makes most of the client's start, which a kept client started ahead of
+        the first run imports in the background (while a server starts); none by default."""
+        return ()
+
     # SLO key (SLO_KEYS) -> the client's own goodput key, for the SLOs its goodput option can count
     # per request; empty where the client has no goodput option.
     goodput_keys = {}

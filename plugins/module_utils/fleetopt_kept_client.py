@@ -79,10 +79,16 @@ class KeptClient:
         self.start(env)
 
     def submit(self, module, args, output_path):
+        return self._request({"module": module, "args": args, "output": output_path})
+
+    def preload(self, modules):
+        """Have the client import these modules now; the runs submitted later wait for it."""
+        return self._request({"preload": list(modules)})
+
+    def _request(self, payload):
         # After every request made so far: one still running (its module killed outright) is answered first.
         number = len([e for e in os.listdir(self.folder) if e.startswith("request-") and e.endswith(".json")]) + 1
-        write_json(os.path.join(self.folder, "request-%d.json" % number),
-                   {"module": module, "args": args, "output": output_path})
+        write_json(os.path.join(self.folder, "request-%d.json" % number), payload)
         return os.path.join(self.folder, "done-%d.json" % number)
 
     def running(self):

@@ -529,6 +529,9 @@ class SglangAdapter(EngineAdapter):
     def bench_env(self):
         return {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 
+    def bench_preload_modules(self):
+        return (self.bench_module(),)
+
     def parse_bench_result(self, path):
         """Metrics of the last record of bench_serving's JSONL file (it appends one per run).
 

@@ -39,16 +39,16 @@ extends_documentation_fragment:
   - fleetopt.campaign.fleetopt_common.engine_required
 options:
   base_url:
-    description: Server URL, e.g. C(http://127.0.0.1:8700). Required unless O(release_client).
+    description: Server URL, e.g. C(http://127.0.0.1:8700). Required with O(state=measured).
     type: str
   served_model_name:
-    description: Model name the server answers to. Required unless O(release_client).
+    description: Model name the server answers to. Required with O(state=measured).
     type: str
   tokenizer:
-    description: Local tokenizer directory (usually the model directory). Required unless O(release_client).
+    description: Local tokenizer directory (usually the model directory). Required with O(state=measured).
     type: path
   concurrency:
-    description: Concurrency levels, each measured in turn. Required unless O(release_client).
+    description: Concurrency levels, each measured in turn. Required with O(state=measured).
     type: list
     elements: int
   trials:
@@ -145,10 +145,10 @@ options:
     type: int
     default: 0
   result_dir:
-    description: Directory for the client's raw result files and output. Required unless O(release_client).
+    description: Directory for the client's raw result files and output. Required with O(state=measured).
     type: path
   name:
-    description: Prefix of the raw result files (usually the cell's name). Required unless O(release_client).
+    description: Prefix of the raw result files (usually the cell's name). Required with O(state=measured).
     type: str
   server_pid:
     description: PID (session id) of the server, watched during the run.
@@ -179,7 +179,7 @@ options:
     description:
       - Folder of the kept client. Calls that give the same folder share one client process, across
         cells; the action plugin then leaves it alive when a cell's benchmark ends, for whoever started
-        it to release (O(release_client)) or for its idle time to end.
+        it to release (O(state=client_released)) or for its idle time to end.
       - Without it, the folder is C(.client-<name>) under O(result_dir), and the action plugin releases
         the client when the cell's benchmark ends.
       - The client is started again when its interpreter or its environment differs from this call's.
@@ -188,12 +188,19 @@ options:
     description: Seconds a kept client waits for its next run before it exits on its own.
     type: float
     default: 120
-  release_client:
+  state:
     description:
-      - Only stop the kept client of O(client_dir) (or of O(result_dir) and O(name)); nothing is measured.
-        It is asked to exit, and stopped outright if it has not within 5 s.
-    type: bool
-    default: false
+      - V(measured) benchmarks the server.
+      - V(client_started) only starts the kept client of O(client_dir) (or of O(result_dir) and O(name)), as a
+        benchmark with O(keep_client) would, and has it import the engine's client modules in the background; it
+        returns at once. Started before a server is launched, the client's imports (10-30 s) are paid while the
+        server starts, not by the first run. A client already running for this interpreter and environment is
+        kept. Nothing is measured.
+      - V(client_released) only stops the kept client of O(client_dir) (or of O(result_dir) and O(name)); nothing
+        is measured. It is asked to exit, and stopped outright if it has not within 5 s.
+    type: str
+    choices: [measured, client_started, client_released]
+    default: measured
   max_trials:
     description:
       - Sequential trials - the most runs a level may get while its interval is wider than
@@ -402,6 +409,16 @@ measured_s:
   description: The time the client measured (the sum of its trials' durations), to set against RV(client_wall_s).
   returned: when the action plugin ran the benchmark
   type: float
+client_pid:
+  description: The kept client's process ID.
+  returned: with O(state=client_started)
+  type: int
+preloading:
+  description: The modules the kept client was asked to import, in the background (none for a client that was running already).
+  returned: with O(state=client_started)
+  type: list
+  elements: str
+  sample: ["sglang.benchmark.serving"]
 warmup_s:
   description: Wall time of the warm-up runs (RV(warmup)), client time that measured nothing, part of RV(client_wall_s).
   returned: when the action plugin ran the benchmark
@@ -435,6 +452,8 @@ OUTPUT_TAIL_CHARS = 1500
 PRECISION_METRIC = "output_throughput"
 
 
+CHECK_MODE_MSG = {"measured": "would benchmark", "client_started": "would start the kept benchmark client",
+                  "client_released": "would stop the kept benchmark client"}
 MEASURE_ARGS = ["python", "base_url", "served_model_name", "tokenizer", "concurrency", "result_dir", "name"]
 
 
@@ -465,7 +484,7 @@ def module_args():
         keep_client=dict(type="bool", default=False),
         client_dir=dict(type="path"),
         client_idle_s=dict(type="float", default=120.0),
-        release_client=dict(type="bool", default=False),
+        state=dict(type="str", default="measured", choices=["measured", "client_started", "client_released"]),
         max_trials=dict(type="int", default=0),
         target_halfwidth_pct=dict(type="float", default=0.0),
         slo=dict(type="dict", options=dict((key, dict(type="float")) for key in SLO_KEYS)),
@@ -784,12 +803,23 @@ class Benchmark:
                                else "target" if width is not None and width <= target else "budget")}
 
 
+def start_client(p, adapter, env, env_facts):
+    """The kept client, started (where none runs for this interpreter and environment) with its imports under way."""
+    client = KeptClient(p, env_facts)
+    client.ensure(env)
+    modules = adapter.bench_preload_modules() if client.started_now else ()
+    if modules:
+        client.preload(modules)
+    return dict(changed=client.started_now, levels=[], server_died=False, timed_out=False, client=[],
+                client_pid=client.pid, preloading=list(modules))
+
+
 def main():
     module = AnsibleModule(argument_spec=module_args(), supports_check_mode=True,
-                           required_if=[("release_client", False, MEASURE_ARGS)])
+                           required_if=[("state", "measured", MEASURE_ARGS), ("state", "client_started", ["python"])])
     p = module.params
-    if p["release_client"] and not (p["client_dir"] or (p["result_dir"] and p["name"])):
-        module.fail_json(msg="release_client needs client_dir, or result_dir and name")
+    if p["state"] != "measured" and not (p["client_dir"] or (p["result_dir"] and p["name"])):
+        module.fail_json(msg="state=%s needs client_dir, or result_dir and name" % p["state"])
     adapter = get_adapter(p["engine"], p["engine_version"])
     bad = ["%s=%s" % (k, v) for k, v in sorted((p["slo"] or {}).items()) if v is not None and not v > 0]
     if bad:
@@ -803,8 +833,8 @@ def main():
         module.fail_json(msg="CPU placement: %s; nothing was measured" % exc)
     if module.check_mode:
         module.exit_json(changed=False, levels=[], server_died=False, timed_out=False, client=[], warmup=[],
-                         msg="would stop the kept benchmark client" if p["release_client"] else "would benchmark")
-    if (not p["release_client"] and not p["runs"] and p["target_halfwidth_pct"] > 0
+                         msg=CHECK_MODE_MSG[p["state"]])
+    if (p["state"] == "measured" and not p["runs"] and p["target_halfwidth_pct"] > 0
             and len(p["t_quantiles"] or []) < max(p["max_trials"], p["trials"]) - 1):
         module.fail_json(msg="target_halfwidth_pct needs t_quantiles: Student's t 97.5 %% quantiles for 1 to %d degrees "
                              "of freedom (the action plugin computes them with scipy)" % (max(p["max_trials"], p["trials"]) - 1))
@@ -814,12 +844,14 @@ def main():
         env["OPENAI_API_KEY"] = p["api_key"]
     # A kept client placed elsewhere is started again, where this call places it.
     env_facts = {"bench_env": bench_env, "api_key": bool(p["api_key"]), "cpus": cpus}
-    if p["release_client"]:
+    if p["state"] == "client_released":
         client = KeptClient(p, env_facts)
         alive = client.alive(for_runs=False)
         if alive:
             client.release()
         module.exit_json(changed=alive, levels=[], server_died=False, timed_out=False, client=[])
+    if p["state"] == "client_started":
+        module.exit_json(**start_client(p, adapter, env, env_facts))
     if not os.path.isdir(p["result_dir"]):
         os.makedirs(p["result_dir"])
     # This module's own polling, and the power sampler it starts, stay off the server's CPUs too.

@@ -165,7 +165,7 @@ def main():
             finally:
                 stop(args, workdir)
     finally:
-        run_module("fleetopt_bench", dict(engine="vllm", client_dir=str(workdir / "client"), release_client=True))
+        run_module("fleetopt_bench", dict(engine="vllm", client_dir=str(workdir / "client"), state="client_released"))
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)
     print("\n%-50s %9s %8s %10s  %s" % ("phase", "1st trial", "CV", "warm-up s", "trials (output tok/s)"))

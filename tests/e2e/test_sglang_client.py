@@ -201,7 +201,7 @@ def test_kept_client_runs_the_module_again_in_the_same_process(server, clients, 
     released = run_module("fleetopt_bench", dict(
         engine="sglang", engine_version=version, python=clients[version], base_url=server["base_url"],
         served_model_name="tiny", tokenizer=tokenizers[version], concurrency=[CONCURRENCY],
-        result_dir=str(tmp_path), name="sg", release_client=True))
+        result_dir=str(tmp_path), name="sg", state="client_released"))
     [one], [two] = first["levels"], second["levels"]
     assert one["client_started"] is True and two["client_started"] is False, (one, two)
     assert status["runs"] == 2, status

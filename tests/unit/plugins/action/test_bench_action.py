@@ -43,7 +43,7 @@ def run_action(monkeypatch):
 
         def execute(module_name=None, module_args=None, task_vars=None, **_):
             calls.append(dict(module_args))
-            if module_args.get("release_client"):
+            if module_args.get("state") == "client_released":
                 return {"changed": True}
             return answers(module_args)
         plugin._execute_module = execute
@@ -53,7 +53,7 @@ def run_action(monkeypatch):
 
 def test_one_module_call_per_level_carries_its_trials_its_rule_and_scipys_t_quantiles(run_action):
     result, calls, shown = run_action(ARGS, level_answer)
-    measuring = [c for c in calls if not c.get("release_client")]
+    measuring = [c for c in calls if c.get("state") != "client_released"]
     assert [c["concurrency"] for c in measuring] == [[1], [4]], "one call per level"
     quantiles = [float(stats.t.ppf(0.975, df)) for df in range(1, 4)]
     for call in measuring:
@@ -64,7 +64,7 @@ def test_one_module_call_per_level_carries_its_trials_its_rule_and_scipys_t_quan
     # it), so it warms up only where it is new.
     assert [c["served_concurrency"] for c in measuring] == [0, 1]
     assert result["served_concurrency"] == 4
-    assert calls[-1].get("release_client"), "a cell without a client folder of its own releases its client"
+    assert calls[-1].get("state") == "client_released", "a cell without a client folder of its own releases its client"
     assert [(lv["concurrency"], lv["trial"]) for lv in result["levels"]] == [(1, 1), (1, 2), (4, 1), (4, 2)]
     assert [p["concurrency"] for p in result["precision"]] == [1, 4]
     assert result["measured_s"] == 8.0 and result["client_wall_s"] >= 0
@@ -82,8 +82,8 @@ def test_trials_beyond_the_plan_are_shown_against_the_budget(run_action):
 def test_a_level_that_ends_the_benchmark_skips_the_levels_left(run_action):
     result, calls, _ = run_action(dict(ARGS, concurrency=[1, 4, 16]),
                                   lambda a: level_answer(a, (100.0, 100.0), ended="died"))
-    assert [c["concurrency"] for c in calls if not c.get("release_client")] == [[1]]
-    assert not any(c.get("release_client") for c in calls), "a client the ended run stopped is not released"
+    assert [c["concurrency"] for c in calls if c.get("state") != "client_released"] == [[1]]
+    assert not any(c.get("state") == "client_released" for c in calls), "a client the ended run stopped is not released"
     assert result["server_died"] is True
     assert [(lv["concurrency"], lv["status"]) for lv in result["levels"]] == [
         (1, "ok"), (1, "failed"), (4, "skipped"), (4, "skipped"), (16, "skipped"), (16, "skipped")]
@@ -118,7 +118,7 @@ def test_warm_up_runs_are_client_overhead_shown_and_returned_never_measured_time
     assert "[h1] baseline: c=1 warm-up run 1/4: 90.0 output tok/s" in warmups[0]
     assert "c=1 warm-up settled: the last two runs were 9.5 % apart" in warmups[2] and "0.3 s" in warmups[2]
     # A server that has made warm-up runs has served, whatever its trials did.
-    assert [c["served_concurrency"] for c in calls if not c.get("release_client")] == [0, 1]
+    assert [c["served_concurrency"] for c in calls if c.get("state") != "client_released"] == [0, 1]
 
 
 def test_what_the_server_has_served_is_the_modules_count_passed_on_as_it_returned_it(run_action):
@@ -132,7 +132,7 @@ def test_what_the_server_has_served_is_the_modules_count_passed_on_as_it_returne
         answer["served_concurrency"] = {1: 3, 4: 5, 16: 16}[args["concurrency"][0]]
         return answer
     result, calls, _ = run_action(dict(ARGS, concurrency=[1, 4, 16]), answers)
-    assert [c["served_concurrency"] for c in calls if not c.get("release_client")] == [0, 3, 5]
+    assert [c["served_concurrency"] for c in calls if c.get("state") != "client_released"] == [0, 3, 5]
     assert result["served_concurrency"] == 16 and len(result["warmup"]) == 1
 
 

@@ -60,7 +60,7 @@ def test_the_action_steps_up_then_bisects_to_the_capacity_within_its_budget(run_
     # c=4 holds (40 ms): 8 holds (80 ms), 16 fails (160 ms), then 12 fails, 10 holds (100 ms); the budget is spent.
     assert searched(result) == [8, 16, 12, 10]
     assert result["capacity_search"] == {"levels": [8, 16, 12, 10], "budget": 4, "ceiling": 256, "stopped_by": "budget"}
-    assert [c["served_concurrency"] for c in calls if not c.get("release_client")] == [0, 1, 4, 8, 16, 16]
+    assert [c["served_concurrency"] for c in calls if c.get("state") != "client_released"] == [0, 1, 4, 8, 16, 16]
     assert any("c=16 (capacity search) trial 1/2" in line for line in shown), shown
     # One level more: 11 fails, and 10 and 11 are neighbours: the capacity is found.
     again, _, _ = run_action(dict(args, capacity_search_levels=6), ttft_answer(10.0))

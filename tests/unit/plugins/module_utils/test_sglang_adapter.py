@@ -181,6 +181,8 @@ def test_a_backend_the_variant_names_itself_is_kept_and_breakable_is_never_added
 def test_benchmark_module_per_release(version, module):
     assert SglangAdapter(version).bench_module() == module
     assert SglangAdapter(version).bench_command("py", "http://h:1", "m", "/tok", 4, 20, 8, 8, 1, "/r.jsonl")[2] == module
+    # A client started ahead imports the module its runs execute, not the deprecated shim's target by way of the shim.
+    assert SglangAdapter(version).bench_preload_modules() == (module,)
 
 
 def test_tc_piecewise_is_still_accepted_where_it_exists():

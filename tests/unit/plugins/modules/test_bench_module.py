@@ -217,11 +217,36 @@ def test_cells_that_give_one_client_folder_share_its_process_until_it_is_release
     assert (tmp_path / "bench" / "torch_compile-c1-t1.json").exists(), "the next cell's result went elsewhere"
     # Only what the release needs: no server, no cell.
     released = run_module("fleetopt_bench", dict(engine="vllm", python=python, result_dir=str(tmp_path / "bench"),
-                                                 client_dir=str(tmp_path / "client"), release_client=True))
+                                                 client_dir=str(tmp_path / "client"), state="client_released"))
     assert released["changed"] is True and pid_gone(pid), "the released client is still running"
     again = run_module("fleetopt_bench", dict(engine="vllm", python=python, result_dir=str(tmp_path / "bench"),
-                                              client_dir=str(tmp_path / "client"), release_client=True))
+                                              client_dir=str(tmp_path / "client"), state="client_released"))
     assert again["changed"] is False
+
+
+def test_a_client_started_ahead_imports_the_engines_client_meanwhile_and_serves_the_first_run(scripted_python, tmp_path):
+    imports, go = tmp_path / "imports", tmp_path / "import-go"
+    python = scripted_python({"lines": [], "client_result": RESULT, "exit_code": 0,
+                              "imports_file": str(imports), "import_go_file": str(go)})
+    start = dict(engine="vllm", python=python, client_dir=str(tmp_path / "client"), state="client_started")
+    started = run_module("fleetopt_bench", start)
+    pid = shared_identity(tmp_path)
+    assert started["changed"] is True and started["client_pid"] == pid and not pid_gone(pid)
+    assert started["preloading"][0] == "vllm.entrypoints.cli.main", started
+    # It returned while the client's imports go on (as a server's start-up would go on meanwhile).
+    deadline = time.time() + 10
+    while not imports.exists() and time.time() < deadline:
+        time.sleep(0.05)
+    assert imports.read_text().split() == ["vllm.entrypoints.cli.main"], "the import did not start, or did not wait"
+    assert run_module("fleetopt_bench", start)["changed"] is False, "a running client was started again"
+    go.touch()
+    first = bench(python, tmp_path, runs=[[1, 1]], keep_client=True, client_dir=str(tmp_path / "client"))
+    assert first["levels"][0]["status"] == "ok" and first["levels"][0]["client_started"] is False
+    assert shared_identity(tmp_path) == pid
+    # Each module imported once under its own name, then the run executed the client's module as `python -m` does.
+    assert imports.read_text().split() == list(started["preloading"]) + ["__main__"]
+    run_module("fleetopt_bench", dict(engine="vllm", client_dir=str(tmp_path / "client"), state="client_released"))
+    assert pid_gone(pid)
 
 
 def test_a_release_stops_a_client_still_busy_with_a_run(scripted_python, tmp_path):
@@ -234,7 +259,7 @@ def test_a_release_stops_a_client_still_busy_with_a_run(scripted_python, tmp_pat
     assert not pid_gone(pid)
     started = time.time()
     # All a release needs, as stop_servers.yml has it: no interpreter, no server, no cell.
-    released = run_module("fleetopt_bench", dict(engine="vllm", client_dir=str(tmp_path / "client"), release_client=True))
+    released = run_module("fleetopt_bench", dict(engine="vllm", client_dir=str(tmp_path / "client"), state="client_released"))
     assert released["changed"] is True and pid_gone(pid), "a busy client outlived its release"
     assert time.time() - started < 10 and wait_gone(tmp_path)
 
@@ -260,8 +285,9 @@ def test_a_kept_client_left_alone_exits_after_its_idle_time(scripted_python, tmp
 
 
 @pytest.mark.parametrize("args, message", [
-    (dict(release_client=True, result_dir="/tmp"), "release_client needs client_dir, or result_dir and name"),
-    (dict(name="v"), "release_client is False but all of the following are missing: base_url"),
+    (dict(state="client_released", result_dir="/tmp"), "state=client_released needs client_dir, or result_dir and name"),
+    (dict(state="client_started", name="v"), "state=client_started needs client_dir, or result_dir and name"),
+    (dict(name="v"), "state is measured but all of the following are missing: base_url"),
 ])
 def test_a_call_missing_what_it_needs_is_refused(args, message):
     result = run_module("fleetopt_bench", dict(engine="vllm", python=sys.executable, **args))

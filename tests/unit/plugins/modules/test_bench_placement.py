@@ -32,7 +32,7 @@ def test_the_kept_client_runs_on_its_cpus_and_every_run_says_so(scripted_python,
     free = bench(python, tmp_path, runs=[[1, 1]], client_dir=client_dir)
     assert free["levels"][0]["client_started"] is True
     assert free["levels"][0]["client_cpus"] == format_cpu_list(cpus)
-    run_module("fleetopt_bench", dict(engine="vllm", client_dir=client_dir, release_client=True))
+    run_module("fleetopt_bench", dict(engine="vllm", client_dir=client_dir, state="client_released"))
 
 
 @pytest.mark.parametrize("cpus, words", [
