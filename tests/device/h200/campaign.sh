@@ -67,6 +67,8 @@ start() {
   # FLEETOPT_H200_ONLY=id,id runs those optimizations (with the baseline and the A/A) instead of all of tier 1.
   local select=(-e tier=1)
   [ -n "${FLEETOPT_H200_ONLY:-}" ] && select=(-e "only=$FLEETOPT_H200_ONLY")
+  # FLEETOPT_H200_LAUNCHES=N launches each variant N times instead of the inventory's campaign_launches.
+  [ -n "${FLEETOPT_H200_LAUNCHES:-}" ] && select+=(-e "campaign_launches=$FLEETOPT_H200_LAUNCHES")
   note "selection: ${select[*]}"
   setsid "$(dirname "$PY")/ansible-playbook" -i inventory/h200 optimize.yml "${select[@]}" -e campaign_id="$CAMPAIGN" \
     > "$ROOT/play.log" 2>&1 < /dev/null &
