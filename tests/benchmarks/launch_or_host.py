@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""Launch-to-launch variance on the embedded default: is it the launch, or the host's speed? (issue 32, item 1)
+
+Launches the embedded default's baseline (the local inventory's vLLM CPU server, flags and environment) several times,
+one after another, and measures each launch's trials at one concurrency through fleetopt_bench. Right before every
+trial it times a fixed CPU workload in this process (the host probe: a pure-Python loop and small numpy matrix
+products, the two kinds of work a tiny model's engine does), so a host that slows down for minutes shows in the probe
+as it does in the trials.
+
+Prints each launch's trials and probes, then, for the throughput, the probe and the throughput over the probe:
+- within: the coefficient of variation of the values inside a launch (pooled);
+- between: the coefficient of variation of the launch means.
+Where the throughput's between-launch spread is far above the probe's, the host's speed does not explain it: the
+launch does (where its processes and memory land). Where the throughput over the probe spreads as little between
+launches as within them, the host does.
+
+    .venv/bin/python tests/benchmarks/launch_or_host.py [--launches 4] [--trials 5] [--env VAR=VALUE ...]
+
+--env adds to the server's environment (e.g. PYTHONHASHSEED=0), to try a control.
+
+Seen on a 2-core development machine (2026-12-06, --launches 2 --trials 3): the probe right after a launch, before
+its first request, ran 3.1 and 5.1 times faster than between its later trials (0.97-0.99), in both launches: once it
+has served, the idle server keeps the cores busy, so the client and the host share them with it. That is a lead for
+the launch-to-launch spread, not yet a cause.
+"""
+import argparse
+import math
+import pathlib
+import statistics
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from warmup_settle import ENGINE_PYTHON, MODEL_DIR, design, loadavg  # noqa: E402
+from compile_cache import load, variant_launch  # noqa: E402
+from module_runner import run_module  # noqa: E402
+
+
+def probe():
+    """Work per second of a fixed CPU workload (higher: a faster host right now)."""
+    started = time.perf_counter()
+    total = 0
+    for i in range(1_500_000):
+        total += i % 7
+    matrix = np.random.default_rng(0).standard_normal((256, 256)).astype(np.float32)
+    for _ in range(400):
+        matrix = np.tanh(matrix @ matrix.T * 0.01)
+    return 1.0 / (time.perf_counter() - started)
+
+
+def start(args, workdir, label, env):
+    flags, base_env = variant_launch(None)
+    started = dict(name="launch-or-host", port=args.port, run_dir=str(workdir / "run"), stop_timeout=15,
+                   engine="vllm", python=str(ENGINE_PYTHON), model=str(MODEL_DIR), served_model_name="tiny",
+                   flags=flags, env=dict(base_env, **env), engine_spec=load("library/engines/vllm.yml"),
+                   log_path=str(workdir / ("%s.log" % label)), startup_timeout=args.startup_timeout)
+    result = run_module("fleetopt_server", started, timeout=args.startup_timeout + 120)
+    server = result.get("server") or {}
+    if server.get("status") != "ready":
+        stop(args, workdir)
+        raise SystemExit("%s failed to start: %s (log: %s)" % (label, result.get("msg"), started["log_path"]))
+    return server
+
+
+def stop(args, workdir):
+    stopped = run_module("fleetopt_server", dict(name="launch-or-host", port=args.port, run_dir=str(workdir / "run"),
+                                                 stop_timeout=15, state="stopped"))
+    if stopped.get("failed"):
+        print("the server could not be stopped: %s" % stopped.get("msg"), file=sys.stderr)
+
+
+def trial(args, workdir, server, label, index):
+    result = run_module("fleetopt_bench", dict(
+        design(args), engine="vllm", python=str(ENGINE_PYTHON), base_url=server["base_url"], served_model_name="tiny",
+        tokenizer=str(MODEL_DIR), concurrency=[args.concurrency], trials=1, seed=index,
+        served_concurrency=args.concurrency if index else 0, result_dir=str(workdir / "bench"),
+        name="%s-t%d" % (label, index), server_pid=server["pid"], keep_client=True,
+        client_dir=str(workdir / "client")), timeout=900)
+    [level] = result.get("levels") or [{}]
+    if result.get("failed") or level.get("status") != "ok":
+        raise SystemExit("%s trial %d failed: %s" % (label, index + 1, result.get("msg") or level.get("reason")))
+    return level["metrics"]["output_throughput"]
+
+
+def cv(values):
+    return statistics.stdev(values) / statistics.mean(values) * 100 if len(values) > 1 else math.nan
+
+
+def spreads(launches):
+    """Pooled within-launch CV and the CV of the launch means, in percent."""
+    within = math.sqrt(statistics.mean([cv(values) ** 2 for values in launches]))
+    return within, cv([statistics.mean(values) for values in launches])
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--launches", type=int, default=4)
+    parser.add_argument("--trials", type=int, default=5)
+    parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument("--port", type=int, default=8795)
+    parser.add_argument("--startup-timeout", type=float, default=600)
+    parser.add_argument("--env", action="append", default=[], metavar="VAR=VALUE")
+    args = parser.parse_args()
+    if args.launches < 2 or args.trials < 2:
+        parser.error("--launches and --trials must be 2 or more: the figures compare launches and their trials")
+    env = dict(item.split("=", 1) for item in args.env)
+    missing = [str(p) for p in (ENGINE_PYTHON, MODEL_DIR / "config.json") if not p.exists()]
+    if missing:
+        print("the local engine is not installed (missing %s); run playbooks/setup_local.yml" % ", ".join(missing))
+        return 1
+    throughput, probes = [], []
+    probe()  # numpy's first products set up its threads and caches; that one is not the host's speed
+    with tempfile.TemporaryDirectory(prefix="fleetopt-launch-or-host-") as tmp:
+        workdir = pathlib.Path(tmp)
+        try:
+            for launch in range(args.launches):
+                label = "launch%d" % (launch + 1)
+                server = start(args, workdir, label, env)
+                values, speeds = [], []
+                for index in range(args.trials):
+                    speeds.append(probe())
+                    values.append(trial(args, workdir, server, label, index))
+                stop(args, workdir)
+                throughput.append(values)
+                probes.append(speeds)
+                print("%s (load average %s): output tok/s %s; probe %s" % (
+                    label, loadavg(), ", ".join("%.1f" % v for v in values), ", ".join("%.3f" % s for s in speeds)),
+                    flush=True)
+        finally:
+            stop(args, workdir)
+    ratio = [[v / s for v, s in zip(values, speeds)] for values, speeds in zip(throughput, probes)]
+    print("\n%d launches of %d trials at c=%d%s; CV in %%:" % (
+        args.launches, args.trials, args.concurrency, " with %s" % env if env else ""))
+    for name, data in (("output tok/s", throughput), ("host probe", probes), ("output tok/s / probe", ratio)):
+        within, between = spreads(data)
+        print("  %-22s within a launch %5.1f   between launches %5.1f" % (name, within, between))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
