@@ -18,10 +18,9 @@ launches as within them, the host does.
 
 --env adds to the server's environment (e.g. PYTHONHASHSEED=0), to try a control.
 
-Seen on a 2-core development machine (2026-12-06, --launches 2 --trials 3): the probe right after a launch, before
-its first request, ran 3.1 and 5.1 times faster than between its later trials (0.97-0.99), in both launches: once it
-has served, the idle server keeps the cores busy, so the client and the host share them with it. That is a lead for
-the launch-to-launch spread, not yet a cause.
+A probe right after a trial measures that trial's tail, not the host: on a 2-core development machine (2026-12-06)
+it took 1.04 s right after a trial and 0.18-0.19 s five seconds later, with the idle server at 0.02-0.03 cores (0.20
+in the seconds after the trial). So each probe waits SETTLE_S after the trial before it.
 """
 import argparse
 import math
@@ -37,6 +36,9 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from warmup_settle import ENGINE_PYTHON, MODEL_DIR, design, loadavg  # noqa: E402
 from compile_cache import load, variant_launch  # noqa: E402
 from module_runner import run_module  # noqa: E402
+
+
+SETTLE_S = 5.0
 
 
 def probe():
@@ -121,6 +123,7 @@ def main():
                 server = start(args, workdir, label, env)
                 values, speeds = [], []
                 for index in range(args.trials):
+                    time.sleep(SETTLE_S)
                     speeds.append(probe())
                     values.append(trial(args, workdir, server, label, index))
                 stop(args, workdir)
