@@ -14,12 +14,15 @@ Requests and answers are files in this client's folder, each written whole (rena
 
 - `request-<n>.json` (from the module): {"module", "args", "output"} for a run, or {"preload": [modules]};
 - `done-<n>.json` (from here): {"exit_code", "started_at", "ended_at", "cpu_s", "host_steal_share"} for a
-  run; {"preloaded", "failed", "started_at", "ended_at"} for a preload;
+  run; {"preloaded", "failed", "started_at", "ended_at", "priority", "raised_for_run"} for a preload;
 - `client.json` (from here): {"pid", "started_at", "runs"}.
 
 A preload imports the client's modules under their own names, as `import` does (their `__main__`
 code does not run): a client started ahead of its first run, while a server starts, pays its imports
-there instead of in that run. It exits when the file `stop` appears or when no request came for `idle_s` seconds, so a
+there instead of in that run. It imports in a thread of its own at the lowest priority (Linux SCHED_IDLE,
+else nice 19): it may share its CPUs with the starting server (a container of one CPU), whose start it
+must not slow. A run that comes before the preload ended raises that thread back to normal priority
+where the host allows it and starts once the preload ended; the preload's answer says which. It exits when the file `stop` appears or when no request came for `idle_s` seconds, so a
 controller that went away leaves nothing behind for long; `fleetopt_bench` kills its
 session outright on a time-out, a dead server, an interrupt or a lost parent.
 """
@@ -33,6 +36,7 @@ import os
 import resource
 import runpy
 import sys
+import threading
 import time
 import traceback
 
@@ -131,6 +135,64 @@ def preload(modules):
     return {"preloaded": done, "failed": failed, "started_at": started, "ended_at": time.time()}
 
 
+def lower_own_priority():
+    """Give the calling thread only CPU time nothing else wants; returns the priority it got.
+
+    On Linux both calls act on the calling thread alone: the thread that runs the benchmark keeps its priority."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+        return "idle"
+    except (AttributeError, OSError):
+        pass
+    try:
+        os.setpriority(os.PRIO_PROCESS, 0, 19)
+        return "nice 19"
+    except (AttributeError, OSError):
+        return "normal"
+
+
+def raise_priority(tid):
+    """Put thread `tid` back to normal priority; False where the host does not let this user (no CAP_SYS_NICE)."""
+    try:
+        os.sched_setscheduler(tid, os.SCHED_OTHER, os.sched_param(0))
+        os.setpriority(os.PRIO_PROCESS, tid, 0)
+        return True
+    except (AttributeError, OSError):
+        return False
+
+
+class Preload(threading.Thread):
+    """A preload in its own low-priority thread (daemon: an exiting client does not wait for its imports)."""
+
+    def __init__(self, modules):
+        threading.Thread.__init__(self, name="fleetopt-preload")
+        self.daemon = True
+        self.modules = modules
+        self.lock = threading.Lock()
+        self.tid = None
+        self.priority = "normal"
+        self.run_waits = False
+        self.raised_for_run = False
+        self.answer = None
+
+    def run(self):
+        with self.lock:
+            # Without the thread's id its priority could not be raised for a run: it keeps the normal one.
+            self.tid = getattr(threading, "get_native_id", lambda: None)()
+            if self.tid is not None and not self.run_waits:
+                self.priority = lower_own_priority()
+        self.answer = preload(self.modules)
+
+    def raise_for_run(self):
+        with self.lock:
+            self.run_waits = True
+            if self.priority != "normal" and self.is_alive():
+                self.raised_for_run = raise_priority(self.tid)
+
+    def result(self):
+        return dict(self.answer or preload([]), priority=self.priority, raised_for_run=self.raised_for_run)
+
+
 def next_request(folder, number):
     path = os.path.join(folder, "request-%d.json" % number)
     try:
@@ -143,18 +205,34 @@ def next_request(folder, number):
 def serve(folder, idle_s):
     status = {"pid": os.getpid(), "started_at": time.time(), "runs": 0}
     write_json(os.path.join(folder, "client.json"), status)
-    number, idle_since = 1, time.time()
+
+    def answered(number, answer):
+        write_json(os.path.join(folder, "done-%d.json" % number), answer)
+        status["runs"] = max(status["runs"], number)
+        write_json(os.path.join(folder, "client.json"), status)
+
+    number, idle_since, preloading = 1, time.time(), None  # preloading: (its request's number, its thread)
     while not os.path.exists(os.path.join(folder, "stop")):
+        if preloading is not None and not preloading[1].is_alive():
+            answered(preloading[0], preloading[1].result())
+            preloading, idle_since = None, time.time()
         request = next_request(folder, number)
         if request is None:
-            if time.time() - idle_since > idle_s:
+            if preloading is None and time.time() - idle_since > idle_s:
                 return
             time.sleep(POLL_S)
             continue
-        answer = preload(request["preload"]) if "preload" in request else run_once(request)
-        write_json(os.path.join(folder, "done-%d.json" % number), answer)
-        status["runs"] = number
-        write_json(os.path.join(folder, "client.json"), status)
+        if "preload" in request:
+            thread = Preload(request["preload"])
+            thread.start()
+            preloading = (number, thread)
+        else:
+            if preloading is not None:
+                preloading[1].raise_for_run()
+                preloading[1].join()
+                answered(preloading[0], preloading[1].result())
+                preloading = None
+            answered(number, run_once(request))
         number += 1
         idle_since = time.time()
 
