@@ -69,6 +69,8 @@ start() {
   [ -n "${FLEETOPT_H200_ONLY:-}" ] && select=(-e "only=$FLEETOPT_H200_ONLY")
   # FLEETOPT_H200_LAUNCHES=N launches each variant N times instead of the inventory's campaign_launches.
   [ -n "${FLEETOPT_H200_LAUNCHES:-}" ] && select+=(-e "campaign_launches=$FLEETOPT_H200_LAUNCHES")
+  # FLEETOPT_H200_VARS='{"campaign_bench_trials": 2}' sets any other of the campaign's variables.
+  [ -n "${FLEETOPT_H200_VARS:-}" ] && select+=(-e "$FLEETOPT_H200_VARS")
   note "selection: ${select[*]}"
   setsid "$(dirname "$PY")/ansible-playbook" -i inventory/h200 optimize.yml "${select[@]}" -e campaign_id="$CAMPAIGN" \
     > "$ROOT/play.log" 2>&1 < /dev/null &
