@@ -41,6 +41,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import signal
 import time
 
 from ansible.plugins.action import ActionBase
@@ -53,8 +54,24 @@ display = Display()
 
 def t_quantiles(max_trials):
     """Student's t 97.5 % quantiles for 1 .. max_trials - 1 degrees of freedom, from scipy."""
-    from scipy import stats  # the controller's statistics come from scipy, as the report's do
+    stats = import_scipy_stats()
     return [float(stats.t.ppf(0.975, df)) for df in range(1, max_trials)]
+
+
+def import_scipy_stats():
+    """scipy.stats (the controller's statistics come from scipy, as the report's do), its math libraries' threads
+    started with the termination signals blocked.
+
+    Ansible's worker waits for the module in poll() and is stopped by a SIGINT or SIGTERM from ansible-playbook. The
+    kernel may hand such a signal to any thread that does not block it; one of BLAS's never wakes the worker, which
+    then waits out the module's whole benchmark before it acts on Ctrl-C."""
+    stopping = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, stopping)
+    try:
+        from scipy import stats
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+    return stats
 
 
 class ActionModule(ActionBase):

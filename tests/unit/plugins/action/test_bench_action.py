@@ -145,3 +145,32 @@ def test_a_short_warm_up_is_shown_before_its_trial(run_action):
     _, _, shown = run_action(ARGS, answers)
     lines = [line for line in shown if "c=4" in line]
     assert "[h1] baseline: c=4 warm-up: 8 requests of 8 output tokens, ok" in lines[0] and "trial 1/2" in lines[1]
+
+
+# Run in a process of its own: there scipy is not imported yet, and its math libraries start their threads.
+SIGNAL_MASKS = r"""
+import os, signal, sys
+from ansible_collections.fleetopt.campaign.plugins.action import fleetopt_bench
+quantiles = fleetopt_bench.t_quantiles(4)
+tasks = os.listdir("/proc/self/task")
+blocked = {}
+for tid in tasks:
+    mask = [l.split()[1] for l in open("/proc/self/task/%s/status" % tid) if l.startswith("SigBlk:")][0]
+    blocked[int(tid)] = [int(s) for s in (signal.SIGINT, signal.SIGTERM) if int(mask, 16) >> (s - 1) & 1]
+print(len(quantiles), len(tasks), blocked.pop(os.getpid()), sorted(set(map(tuple, blocked.values()))))
+"""
+
+
+def test_the_quantiles_leave_no_thread_that_takes_the_workers_interrupt():
+    # Ansible's worker waits for the module in poll(); a SIGINT the kernel hands to a math library's thread instead
+    # never wakes it, and Ctrl-C waited out the rest of the benchmark. Only the worker's own thread may take it.
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    out = subprocess.run([sys.executable, "-c", SIGNAL_MASKS], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         universal_newlines=True, check=False, env=env).stdout
+    count, threads, main_blocked, others_blocked = out.split(" ", 3)
+    assert count == "3" and int(threads) > 1, out  # threads started, so the test tells something
+    assert main_blocked == "[]", out
+    assert others_blocked.strip() == "[(2, 15)]", out
