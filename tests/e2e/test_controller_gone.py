@@ -58,7 +58,10 @@ def test_ctrl_c_during_a_benchmark_stops_the_client_says_what_runs_and_the_lease
     port = free_port()
     campaign = playbook(tmp_path, port, "gone-sigint", scripted_engine(per_token_s=PER_TOKEN_S), campaign_bench_trials=3)
     try:
-        wait_for(lambda: clients(tmp_path), 300, "the baseline's benchmark client")
+        # The host's client starts ahead of the first server: the baseline's run has begun once its output exists.
+        bench_dir = tmp_path / "state" / "campaigns" / "gone-sigint" / "localhost" / "bench"
+        wait_for(lambda: clients(tmp_path) and any(bench_dir.glob("baseline-c1-t1.out")), 300,
+                 "the baseline's benchmark run")
         os.killpg(campaign.pid, signal.SIGINT)
         try:
             output = campaign.communicate(timeout=60)[0].decode()
