@@ -6,6 +6,7 @@
 # command runs at most 10 minutes), with `.devcarry` carried:
 #   bash tests/device/h200/campaign.sh start 540    set the machine up, start the campaign detached, follow it
 #   bash tests/device/h200/campaign.sh follow 560   follow it on; returns early once the campaign has ended
+#   bash tests/device/h200/campaign.sh preload      the kept client's preload of SGLang's client, measured
 # Every call leaves in $OUT what the campaign has so far: play.log (the playbook's output), results.tar.gz (the
 # campaign folder: cells, logs, summary.json, reports, exports) and timeline.txt (where the time went, and the
 # figures of issue 30, from tests/device/h200/timeline.py). Nothing measured is lost when a call ends.
@@ -111,5 +112,10 @@ follow() {  # seconds
 case ${1:-} in
   start) setup || { note "set-up failed"; exit 1; }; start; follow "${2:-540}";;
   follow) follow "${2:-560}";;
-  *) echo "usage: $0 start|follow [SECONDS]" >&2; exit 2;;
+  # The kept client's preload on the real engine (tests/device/h200/client_preload.py); no server, no GPU time.
+  preload) setup || { note "set-up failed"; exit 1; }
+    rm -rf "$ROOT/preload"
+    "$ROOT/engine/bin/python" "$REPO/tests/device/h200/client_preload.py" "$ROOT/engine/bin/python" "$ROOT/preload" \
+      | tee "$OUT/client_preload.json";;
+  *) echo "usage: $0 start|follow [SECONDS] | preload" >&2; exit 2;;
 esac
