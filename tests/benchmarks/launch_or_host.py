@@ -33,11 +33,11 @@ import time
 import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import warmup_settle  # noqa: E402
 from warmup_settle import ENGINE_PYTHON, MODEL_DIR, design, loadavg  # noqa: E402
-from compile_cache import load, variant_launch  # noqa: E402
 from module_runner import run_module  # noqa: E402
 
-
+NAME = "launch-or-host"
 SETTLE_S = 5.0
 
 
@@ -54,24 +54,11 @@ def probe():
 
 
 def start(args, workdir, label, env):
-    flags, base_env = variant_launch(None)
-    started = dict(name="launch-or-host", port=args.port, run_dir=str(workdir / "run"), stop_timeout=15,
-                   engine="vllm", python=str(ENGINE_PYTHON), model=str(MODEL_DIR), served_model_name="tiny",
-                   flags=flags, env=dict(base_env, **env), engine_spec=load("library/engines/vllm.yml"),
-                   log_path=str(workdir / ("%s.log" % label)), startup_timeout=args.startup_timeout)
-    result = run_module("fleetopt_server", started, timeout=args.startup_timeout + 120)
-    server = result.get("server") or {}
-    if server.get("status") != "ready":
-        stop(args, workdir)
-        raise SystemExit("%s failed to start: %s (log: %s)" % (label, result.get("msg"), started["log_path"]))
-    return server
+    return warmup_settle.start(args, workdir, label, env, name=NAME)
 
 
 def stop(args, workdir):
-    stopped = run_module("fleetopt_server", dict(name="launch-or-host", port=args.port, run_dir=str(workdir / "run"),
-                                                 stop_timeout=15, state="stopped"))
-    if stopped.get("failed"):
-        print("the server could not be stopped: %s" % stopped.get("msg"), file=sys.stderr)
+    warmup_settle.stop(args, workdir, name=NAME)
 
 
 def trial(args, workdir, server, label, index):

@@ -49,22 +49,23 @@ def design(args):
                 warmup_per_concurrency=inventory["campaign_bench_warmup_per_concurrency"])
 
 
-def start(args, workdir, label):
-    flags, env = variant_launch(None)
-    started = dict(name="warmup-settle", port=args.port, run_dir=str(workdir / "run"), stop_timeout=15, engine="vllm",
-                   python=str(ENGINE_PYTHON), model=str(MODEL_DIR), served_model_name="tiny", flags=flags, env=env,
-                   engine_spec=load("library/engines/vllm.yml"), log_path=str(workdir / ("%s.log" % label)),
-                   startup_timeout=args.startup_timeout)
+def start(args, workdir, label, env=None, name="warmup-settle"):
+    """The embedded default's baseline launched through fleetopt_server (env: added to its environment)."""
+    flags, base_env = variant_launch(None)
+    started = dict(name=name, port=args.port, run_dir=str(workdir / "run"), stop_timeout=15, engine="vllm",
+                   python=str(ENGINE_PYTHON), model=str(MODEL_DIR), served_model_name="tiny", flags=flags,
+                   env=dict(base_env, **(env or {})), engine_spec=load("library/engines/vllm.yml"),
+                   log_path=str(workdir / ("%s.log" % label)), startup_timeout=args.startup_timeout)
     result = run_module("fleetopt_server", started, timeout=args.startup_timeout + 120)
     server = result.get("server") or {}
     if server.get("status") != "ready":
-        stop(args, workdir)
+        stop(args, workdir, name)
         raise SystemExit("%s launch failed: %s (log: %s)" % (label, result.get("msg"), started["log_path"]))
     return server
 
 
-def stop(args, workdir):
-    stopped = run_module("fleetopt_server", dict(name="warmup-settle", port=args.port, run_dir=str(workdir / "run"),
+def stop(args, workdir, name="warmup-settle"):
+    stopped = run_module("fleetopt_server", dict(name=name, port=args.port, run_dir=str(workdir / "run"),
                                                  stop_timeout=15, state="stopped"))
     if stopped.get("failed"):
         print("the server could not be stopped: %s" % stopped.get("msg"), file=sys.stderr)
