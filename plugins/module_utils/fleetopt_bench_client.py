@@ -22,7 +22,9 @@ code does not run): a client started ahead of its first run, while a server star
 there instead of in that run. It imports in a thread of its own at the lowest priority (Linux SCHED_IDLE,
 else nice 19): it may share its CPUs with the starting server (a container of one CPU), whose start it
 must not slow. A run that comes before the preload ended raises that thread back to normal priority
-where the host allows it and starts once the preload ended; the preload's answer says which. It exits when the file `stop` appears or when no request came for `idle_s` seconds, so a
+where the host allows it and starts once the preload ended; the preload's answer says which.
+
+The client exits when the file `stop` appears or when no request came for `idle_s` seconds, so a
 controller that went away leaves nothing behind for long; `fleetopt_bench` kills its
 session outright on a time-out, a dead server, an interrupt or a lost parent.
 """
