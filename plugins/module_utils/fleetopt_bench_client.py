@@ -166,9 +166,10 @@ def raise_priority(tid):
 class Preload(threading.Thread):
     """A preload in its own low-priority thread (daemon: an exiting client does not wait for its imports)."""
 
-    def __init__(self, modules):
+    def __init__(self, number, modules):
         threading.Thread.__init__(self, name="fleetopt-preload")
         self.daemon = True
+        self.number = number  # its request's
         self.modules = modules
         self.lock = threading.Lock()
         self.tid = None
@@ -213,10 +214,10 @@ def serve(folder, idle_s):
         status["runs"] = max(status["runs"], number)
         write_json(os.path.join(folder, "client.json"), status)
 
-    number, idle_since, preloading = 1, time.time(), None  # preloading: (its request's number, its thread)
+    number, idle_since, preloading = 1, time.time(), None
     while not os.path.exists(os.path.join(folder, "stop")):
-        if preloading is not None and not preloading[1].is_alive():
-            answered(preloading[0], preloading[1].result())
+        if preloading is not None and not preloading.is_alive():
+            answered(preloading.number, preloading.result())
             preloading, idle_since = None, time.time()
         request = next_request(folder, number)
         if request is None:
@@ -225,14 +226,13 @@ def serve(folder, idle_s):
             time.sleep(POLL_S)
             continue
         if "preload" in request:
-            thread = Preload(request["preload"])
-            thread.start()
-            preloading = (number, thread)
+            preloading = Preload(number, request["preload"])
+            preloading.start()
         else:
             if preloading is not None:
-                preloading[1].raise_for_run()
-                preloading[1].join()
-                answered(preloading[0], preloading[1].result())
+                preloading.raise_for_run()
+                preloading.join()
+                answered(preloading.number, preloading.result())
                 preloading = None
             answered(number, run_once(request))
         number += 1
