@@ -4,7 +4,6 @@ server) in the same client, beside a run of the same module in a client that pre
 
 Usage (the engine's Python, on the device, after campaign.sh's set-up): client_preload.py ENGINE_PYTHON FOLDER
 Prints one JSON object: the preload's answer (modules, failures, priority, seconds) and both runs' seconds."""
-import inspect
 import json
 import os
 import subprocess
@@ -13,26 +12,23 @@ import time
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 sys.path.insert(0, os.path.join(REPO, "collections"))
-from ansible_collections.fleetopt.campaign.plugins.module_utils import fleetopt_bench_client  # noqa: E402
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_kept_client import KeptClient  # noqa: E402
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_sglang import SglangAdapter  # noqa: E402
 
 
 def client(python, folder):
-    os.makedirs(folder)
-    program = os.path.join(folder, "fleetopt_bench_client.py")
-    with open(program, "w") as handle:
-        handle.write(inspect.getsource(fleetopt_bench_client))
-    log = open(os.path.join(folder, "client.log"), "ab")
-    return subprocess.Popen([python, program, folder, "120"], cwd=folder, stdout=log, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+    """A kept client started as fleetopt_bench starts one."""
+    kept = KeptClient({"client_dir": folder, "result_dir": folder, "name": "preload", "python": python,
+                       "client_idle_s": 120}, {})
+    kept.start(dict(os.environ))
+    return kept
 
 
-def ask(folder, number, payload, timeout_s=300):
-    fleetopt_bench_client.write_json(os.path.join(folder, "request-%d.json" % number), payload)
-    done, deadline = os.path.join(folder, "done-%d.json" % number), time.time() + timeout_s
+def answer(done, timeout_s=300):
+    deadline = time.time() + timeout_s
     while not os.path.exists(done):
         if time.time() > deadline:
-            raise SystemExit("no answer to request %d in %d s" % (number, timeout_s))
+            raise SystemExit("no answer in %s after %d s" % (done, timeout_s))
         time.sleep(0.05)
     with open(done) as handle:
         return json.load(handle)
@@ -46,25 +42,25 @@ def main(python, folder):
     figures = {"sglang": version, "modules": list(adapter.bench_preload_modules())}
     # The module's files in the page cache first: neither client pays the disk.
     subprocess.run([python, "-m", module, "--help"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-    procs = []
+    clients = []
     try:
         cold = os.path.join(folder, "cold")
-        procs.append(client(python, cold))
-        run = ask(cold, 1, {"module": module, "args": ["--help"], "output": os.path.join(cold, "help.out")})
+        clients.append(client(python, cold))
+        run = answer(clients[-1].submit(module, ["--help"], os.path.join(cold, "help.out")))
         figures["run_without_preload_s"] = round(run["ended_at"] - run["started_at"], 2)
         figures["run_without_preload_exit"] = run["exit_code"]
-        kept = os.path.join(folder, "preloaded")
-        procs.append(client(python, kept))
+        preloaded = os.path.join(folder, "preloaded")
+        clients.append(client(python, preloaded))
         started = time.time()
-        preload = ask(kept, 1, {"preload": list(adapter.bench_preload_modules())})
+        preload = answer(clients[-1].preload(adapter.bench_preload_modules()))
         figures["preload"] = dict(preload, seconds=round(preload["ended_at"] - preload["started_at"], 2),
                                   waited_s=round(time.time() - started, 2))
-        run = ask(kept, 2, {"module": module, "args": ["--help"], "output": os.path.join(kept, "help.out")})
+        run = answer(clients[-1].submit(module, ["--help"], os.path.join(preloaded, "help.out")))
         figures["run_after_preload_s"] = round(run["ended_at"] - run["started_at"], 2)
         figures["run_after_preload_exit"] = run["exit_code"]
     finally:
-        for proc in procs:
-            proc.kill()
+        for kept in clients:
+            kept.kill()
     print(json.dumps(figures, indent=1, sort_keys=True))
 
 
