@@ -1,7 +1,8 @@
 """The reference campaigns that SGLang 0.5.16 ran on a GPU, driven by optimize.yml (docs/campaigns/):
 - h200-sglang-0.5.16: a tiny random-weight Llama on one H200, every tier-1 variant that applies;
 - h100-sglang-0.5.16-8b: an 8B-shaped Llama on one H100, the baseline, its A/A and a planted effect.
-- h100-sglang-0.5.16-8b-run2: the same design run again on another H100.
+- h100-sglang-0.5.16-8b-run2: the same design run again on another H100;
+- h100-sglang-0.5.16-8b-run4: and a third time, with the A/A's first launch next to the baseline's.
 
 Each server log they kept, read again by the watcher, gives what the live module recorded in that
 launch's cell: the start-up phases in order, ready or not, and a crash's class and phase. The report
@@ -25,7 +26,7 @@ KEPT = ROOT / "docs" / "campaigns"
 TINY = KEPT / "h200-sglang-0.5.16"
 SHAPED = KEPT / "h100-sglang-0.5.16-8b"
 # The 8B-shaped design, run again unchanged on another machine: its verdicts must hold in each campaign.
-SHAPED_RUNS = [SHAPED, KEPT / "h100-sglang-0.5.16-8b-run2"]
+SHAPED_RUNS = [SHAPED, KEPT / "h100-sglang-0.5.16-8b-run2", KEPT / "h100-sglang-0.5.16-8b-run4"]
 # Every campaign kept there, so a campaign added later is replayed and its summary rebuilt too.
 CAMPAIGNS = sorted(path.parent for path in KEPT.glob("*/summary.json"))
 SPEC = yaml.safe_load((ROOT / "library" / "engines" / "sglang.yml").read_text())
