@@ -77,6 +77,16 @@ def build_parser():
     classify.add_argument("log_file")
     classify.set_defaults(handler="fleetopt.classify:main")
 
+    early = sub.add_parser("early-aa", help="what a host's A/A says after the first launch of each side (the "
+                                            "least its campaign will resolve), while the campaign goes on")
+    early.add_argument("campaign_dir")
+    early.add_argument("--host", required=True, help="the host, by inventory name")
+    early.add_argument("--verdict-metric", choices=VERDICT_METRICS, default="output_throughput",
+                       help="the campaign's verdict metric (on capacity, output throughput is read)")
+    early.add_argument("--confidence", type=float, default=0.95, help="the campaign's confidence level")
+    early.add_argument("--min-effect", type=float, default=5.0, help="the campaign's minimum effect in percent")
+    early.set_defaults(handler="fleetopt.analysis.early_aa:main")
+
     validate = sub.add_parser("validate", help="check every cell and summary.json under campaign folders against "
                                                "their JSON Schemas (fleetopt/schemas); exit 1 on an invalid file")
     validate.add_argument("folders", nargs="+", metavar="FOLDER", help="a campaign folder, or one that holds several")

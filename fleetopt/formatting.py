@@ -1,4 +1,9 @@
 """How numbers read in every report (Markdown, HTML, the play's table)."""
+import textwrap
+
+NO_BREAK = "\u00a0"
+# The play's lines that fleetopt writes (the report's last lines, the early A/A) are wrapped to this width.
+TERMINAL_WIDTH = 100
 
 
 def fmt(value, digits=1):
@@ -108,3 +113,10 @@ def fmt_goodput(row):
 def fmt_slo(slo):
     """'p99_ttft_ms <= 2000 ms, p99_itl_ms <= 50 ms'."""
     return ", ".join("%s <= %g ms" % (k, v) for k, v in (slo or {}).items())
+
+
+def fill_for_terminal(sentence, width):
+    """The sentence on lines of at most `width` columns, a number and its unit, and each `command`, kept on one line."""
+    parts = sentence.replace(" %", NO_BREAK + "%").split("`")
+    unbreakable = "`".join(part.replace(" ", NO_BREAK) if i % 2 else part for i, part in enumerate(parts))
+    return textwrap.fill(unbreakable, width, break_on_hyphens=False, break_long_words=False).replace(NO_BREAK, " ")

@@ -10,13 +10,12 @@ fewest launches with which an A/A of a host that noisy comes out neutral 4 times
 host (quieter, or with a GPU) would.
 """
 import math
-import textwrap
 
 from scipy import stats
 
 from fleetopt.analysis.summary import AA_VARIANT, BASELINE, trials_by_launch
 from fleetopt.analysis.verdict_metrics import CAPACITY
-from fleetopt.formatting import fmt_unsigned_pct
+from fleetopt.formatting import fill_for_terminal, fmt_unsigned_pct
 
 # The order, and the words, in which the decided sentence counts verdicts; any other verdict follows as it is named.
 VERDICT_WORDS = (
@@ -27,7 +26,6 @@ VERDICT_WORDS = (
 )
 # Launches per variant that a campaign can still be asked for; past that, the host itself has to change.
 PRACTICAL_LAUNCHES = 8
-NO_BREAK = "\u00a0"
 # How often a planned A/A should come out neutral: the normal quantile that leaves (1 - 0.8) / 2 on each side.
 PLAN_QUANTILE = 1.2816
 MOST_LAUNCHES = 1000
@@ -314,11 +312,4 @@ def conclusion_text(summary, width=None, folder=None):
     many columns."""
     if not width:
         return " ".join(conclusion(summary, folder))
-    return "\n".join(textwrap.fill(_unbreakable(s), width, break_on_hyphens=False, break_long_words=False)
-                     .replace(NO_BREAK, " ") for s in conclusion(summary, folder))
-
-
-def _unbreakable(sentence):
-    """The sentence with a number and its unit, and each `command`, kept on one line when wrapped."""
-    parts = sentence.replace(" %", NO_BREAK + "%").split("`")
-    return "`".join(part.replace(" ", NO_BREAK) if i % 2 else part for i, part in enumerate(parts))
+    return "\n".join(fill_for_terminal(s, width) for s in conclusion(summary, folder))

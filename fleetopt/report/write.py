@@ -11,6 +11,7 @@ import sys
 
 from fleetopt.analysis.conclusion import conclusion_text
 from fleetopt.files import write_atomically
+from fleetopt.formatting import TERMINAL_WIDTH
 from fleetopt.analysis.hosts import fill_missing_cells, troubled_hosts
 from fleetopt.analysis import stats
 from fleetopt.analysis.summary import build_summary, campaign_verdict_settings, load_cells
@@ -23,9 +24,6 @@ from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engine 
 
 VERDICT_DEFAULTS = {"metric": "output_throughput", "confidence": stats.DEFAULT_CONFIDENCE,
                     "min_effect_pct": stats.DEFAULT_MIN_EFFECT_PCT}
-
-# The play's last lines are wrapped to this width; the report files leave wrapping to their reader.
-TERMINAL_WIDTH = 100
 
 
 def parse_slo(pairs):

@@ -32,7 +32,15 @@ def launch_order(share, launches):
     Launch-to-launch variance (memory layout, KV pool, graph capture, clocks) reaches the trials only across
     launches; with a linear drift over the campaign, alternating rounds give every variant the same mean position,
     so the drift cannot pose as an effect. Launch 1 keeps the variant's plain cell name.
+
+    With several launches the A/A runs right after the baseline (and, in the reversed rounds, right before it): its
+    first pair is measured first, so the campaign can say within minutes what its host can tell, and every
+    configuration still has the same mean position. With one launch nothing is balanced, and the A/A stays last, where
+    it spans the campaign and so bounds the drift every variant saw.
     """
+    if launches > 1:
+        share = [v for v in share if v["id"] in ALWAYS_ON_EVERY_HOST] + [
+            v for v in share if v["id"] not in ALWAYS_ON_EVERY_HOST]
     runs = []
     for launch in range(1, launches + 1):
         for variant in (share if launch % 2 == 1 else list(reversed(share))):

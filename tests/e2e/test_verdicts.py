@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from e2e.conftest import isolated, run_fleetopt
+from fleetopt.analysis.early_aa import early_aa
 from helpers import ROOT, bench_clients_under, free_port
 from scripted_engine import engine_python, launches
 
@@ -59,8 +60,8 @@ def test_every_variant_ran_twice_in_counterbalanced_order_and_the_report_says_so
     assert "counterbalanced" in data["settings"]["design"]["order"]
     order = [line.split("Run ", 1)[1].split("]", 1)[0] for line in output.splitlines()
              if "TASK [campaign : Run " in line and "each launch" not in line]
-    assert order == ["baseline", "planted_large", "baseline_aa",
-                     "baseline_aa.launch2", "planted_large.launch2", "baseline.launch2"], order
+    assert order == ["baseline", "baseline_aa", "planted_large",
+                     "planted_large.launch2", "baseline_aa.launch2", "baseline.launch2"], order
     assert "counterbalanced" in (base / "results" / "e2e-verdicts" / "report.md").read_text()
     # The launch is the unit: each comparison from launch means, their spread pooled over the three configurations
     # launched twice at the level, each in both rounds of the order, so the rounds are blocks: (3 - 1)(2 - 1) degrees
@@ -118,3 +119,13 @@ def test_one_benchmark_client_serves_every_cell_of_the_host_and_is_gone_at_the_e
     served = json.loads((folders[0] / "client.json").read_text())
     assert served["runs"] == 1 + sum(map(len, started.values())), (served, started)
     assert not bench_clients_under(base), "the client outlived the campaign"
+
+
+def test_the_play_says_what_the_first_aa_pair_tells_before_the_planted_variant_runs(summary):
+    _data, base, output = summary
+    early = output.index("early A/A (the first launch of the baseline against the first of its copy")
+    assert output.index("TASK [campaign : Run baseline_aa]") < early < output.index("TASK [campaign : Run planted_large]")
+    said = " ".join(output[early:early + 1200].split())
+    # What the play said is what the first pair's cells give, however noisy the host that ran them.
+    resolves = early_aa(base / "results" / "e2e-verdicts", "localhost")["resolves_pct"]
+    assert "this host resolves changes of %.1f %% or more" % resolves in said, said

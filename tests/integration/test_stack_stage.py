@@ -85,7 +85,7 @@ def test_the_stack_stage_measures_the_baseline_again_beside_the_stack_in_counter
                      "-e", "campaign_id=rec2")
     assert rc == 0, output[-4000:]
     order = launched(output)
-    matrix = ["baseline", "float32_compute", "baseline_aa", "baseline_aa.launch2", "float32_compute.launch2",
+    matrix = ["baseline", "baseline_aa", "float32_compute", "float32_compute.launch2", "baseline_aa.launch2",
               "baseline.launch2"]
     assert order[:6] == matrix, order
     # ABBA within the stage: the baseline measured again, the stack, the stack, the baseline measured again.
@@ -99,8 +99,8 @@ def test_a_verifying_campaign_measures_the_recommended_changes_beside_its_baseli
     earlier.write_text(yaml.safe_dump({"status": "measured as a stack", "verify_variant": VERIFY}))
     rc, output = run(stand_in(tmp_path, launches=2), "-e", "recommended=%s" % earlier, "-e", "campaign_id=verify2")
     assert rc == 0, output[-4000:]
-    # No matrix: the baseline itself is measured beside the stack, bracketing it with the A/A copy; no other copy.
-    assert launched(output) == ["baseline", "stack", "baseline_aa", "baseline_aa.launch2", "stack.launch2",
+    # No matrix: the baseline itself is measured beside the stack, with the A/A copy next to it; no other copy.
+    assert launched(output) == ["baseline", "baseline_aa", "stack", "stack.launch2", "baseline_aa.launch2",
                                 "baseline.launch2"], launched(output)
     assert "measuring Recommended by campaign c0: restore + unbind against each host's baseline" in output
     # The recommended changes over this inventory's baseline: --enforce-eager removed, --max-num-seqs 4.

@@ -38,3 +38,19 @@ def test_rounds_alternate_direction_and_later_launches_name_their_cells():
 
 def test_one_launch_keeps_catalog_order_and_plain_cell_names():
     assert [r["cell_name"] for r in launch_order(VARIANTS, 1)] == ids(VARIANTS)
+
+
+def test_with_several_launches_the_aa_runs_next_to_the_baseline_and_keeps_the_mean_position():
+    share = host_share([{"id": i} for i in ("baseline", "a", "b", "baseline_aa")], [], "localhost")
+    runs = [r["cell_name"] for r in launch_order(share, 2)]
+    assert runs == ["baseline", "baseline_aa", "a", "b",
+                    "b.launch2", "a.launch2", "baseline_aa.launch2", "baseline.launch2"]
+    positions = {}
+    for position, run in enumerate(launch_order(share, 2)):
+        positions.setdefault(run["id"], []).append(position)
+    assert len({sum(p) for p in positions.values()}) == 1
+
+
+def test_with_one_launch_the_aa_stays_last_and_spans_the_campaign():
+    share = host_share([{"id": i} for i in ("baseline", "a", "b", "baseline_aa")], [], "localhost")
+    assert [r["cell_name"] for r in launch_order(share, 1)] == ["baseline", "a", "b", "baseline_aa"]
