@@ -297,14 +297,19 @@ def attach_comparisons(rows, verdict_metric, confidence, min_effect_pct):
     return rows
 
 
-def level_verdicts(own, baseline_levels):
+def level_verdicts(own, baseline_levels, planned=None):
     """The per-level verdicts an overall verdict is made of: a level the variant failed while the
-    baseline measured there is `failed`."""
+    baseline measured there is `failed`; a level outside the `planned` ones that the baseline never measured
+    (only a capacity search went there) is `searched_only`, with no verdict."""
     levels = []
     for r in own:
         if r["concurrency"] is None:
             continue
-        if r["status"] == "ok":
+        searched = planned is not None and r["concurrency"] not in planned
+        if r["status"] == "ok" and searched and r.get("vs_baseline") is None and r["variant"] != BASELINE:
+            levels.append({"concurrency": r["concurrency"], "verdict": None, "searched_only": True,
+                           "reason": r.get("verdict_reason")})
+        elif r["status"] == "ok":
             levels.append({"concurrency": r["concurrency"], "verdict": r.get("verdict"),
                            "reason": r.get("verdict_reason")})
         elif r["concurrency"] in baseline_levels:
@@ -334,7 +339,8 @@ def variant_summaries(cells, rows, slo=None, confidence=stats.DEFAULT_CONFIDENCE
     summaries = []
     for cell in cells:
         own = [r for r in rows if r["variant"] == cell["variant"] and r["host"] == cell["host"]]
-        levels = level_verdicts(own, measured_levels.get((cell["host"], own_baseline(cell)), set()))
+        levels = level_verdicts(own, measured_levels.get((cell["host"], own_baseline(cell)), set()),
+                                (cell.get("benchmark") or {}).get("concurrency"))
         compared = None
         if cell["status"] != "ok":
             verdict, why = cell["status"], cell.get("reason")
@@ -373,10 +379,12 @@ def variant_summaries(cells, rows, slo=None, confidence=stats.DEFAULT_CONFIDENCE
 def resolves_pct(floor, aa):
     """The smallest minimum effect at which the host's A/A comparison (`aa`, its variant summary) would be neutral (the
     next 0.1 % above the widest bound of its equivalence intervals over the levels): the smallest change its noise
-    lets this campaign's design resolve. None where no minimum effect would make it neutral: a level without an
-    equivalence interval (one trial, no baseline there, a failed level, capacity), or an A/A that did not run."""
+    lets this campaign's design resolve. None where no minimum effect would make it neutral: a compared level without
+    an equivalence interval (one trial, a failed level, capacity), or an A/A that did not run. A level only a capacity
+    search took the A/A to, which the baseline never measured, was not compared and does not count."""
     intervals = {f["concurrency"]: (f.get("eq_low_pct"), f.get("eq_high_pct")) for f in floor if f["host"] == aa["host"]}
-    bounds = [intervals.get(level["concurrency"], (None, None)) for level in aa.get("levels") or []]
+    bounds = [intervals.get(level["concurrency"], (None, None)) for level in aa.get("levels") or []
+              if not (level.get("verdict") is None and level.get("trials") and level.get("change") is None)]
     if aa["status"] != "ok" or not bounds or any(low is None or high is None for low, high in bounds):
         return None
     widest = max(max(-low, high) for low, high in bounds)

@@ -19,10 +19,13 @@ def _names(levels):
 
 def overall_verdict(levels):
     """(verdict, reason) from [{"concurrency", "verdict", "reason"}]; verdict None: not compared."""
-    if not levels:
+    # A level only a capacity search took this side to, which the baseline never measured, has nothing to be
+    # compared with: the planned levels, and the searched ones both sides measured, decide.
+    compared = [lv for lv in levels if not lv.get("searched_only")]
+    if not compared:
         return "inconclusive", "no level was compared with the baseline"
     by = {}
-    for lv in levels:
+    for lv in compared:
         by.setdefault(lv.get("verdict") or "uncompared", []).append(lv)
     improved, regressed, failed = by.get("improved", []), by.get("regressed", []), by.get("failed", [])
     neutral = by.get("neutral", [])
@@ -40,6 +43,8 @@ def overall_verdict(levels):
         parts.append("neutral at %s" % _names(neutral))
     if unclear:
         parts.append("inconclusive at %s" % _names(unclear))
+    if len(compared) < len(levels):
+        parts.append("not compared at %s (searched only here)" % _names([lv for lv in levels if lv.get("searched_only")]))
     reason = "; ".join(parts)
     if improved and (regressed or failed):
         return "mixed", reason

@@ -161,3 +161,17 @@ def test_a_drift_that_moves_every_configuration_of_a_round_alike_is_not_taken_fo
     cells.append(cell("stack", levels=tight(1, 130.0)[0], order=51))
     stack = next(r for r in build_summary(tmp_path / "d", cells)["cells"] if r["variant"] == "stack")
     assert stack["vs_baseline"]["output_throughput"]["rounds_blocked"] is False
+
+
+def test_a_level_only_the_aa_measured_is_not_compared_and_leaves_the_aa_neutral_and_resolving(tmp_path):
+    # A capacity search can take the A/A to a level the baseline never measured (its SLO broke at c=4 in one launch):
+    # that level has nothing to be compared with, so it neither blocks the A/A's neutrality nor what it resolves.
+    quiet = (trials(1, 100.0, 101.0, 99.0), trials(1, 100.5, 99.5, 100.0))
+    cells = (launches("baseline", *quiet) + launches("baseline_aa", quiet[0], quiet[1] + trials(2, 180.0, 181.0))
+             + launches("v", trials(1, 100.2, 100.8, 99.4), trials(1, 99.8, 100.1, 100.3)))
+    summary = build_summary(tmp_path / "c", cells, min_effect_pct=5.0)
+    aa = next(v for v in summary["variants"] if v["variant"] == "baseline_aa")
+    assert aa["verdict"] == "neutral", aa["verdict_reason"]
+    levels = {lv["concurrency"]: lv for lv in aa["levels"]}
+    assert levels[2]["verdict"] is None and "measured nothing at this concurrency" in levels[2]["reason"]
+    assert summary["aa"][0]["resolves_pct"] is not None and summary["aa"][0]["resolves_pct"] < 5.0

@@ -157,9 +157,10 @@ def test_an_aa_without_an_equivalence_interval_at_some_level_resolves_nothing_it
     assert summary["aa"][0]["verdict"] == "inconclusive" and summary["aa"][0]["resolves_pct"] is None
 
 
-def test_an_aa_with_a_level_the_baseline_never_measured_resolves_nothing_it_can_name(tmp_path):
-    # At c=16 the A/A has no baseline to be compared with, so it is inconclusive there at any minimum effect: no
-    # effect size would make it neutral, and the report must not name one.
-    extra = cell("baseline_aa", levels=scaled(1.0) + trials(16, 900.0, 905.0, 895.0))
+def test_an_aa_with_a_planned_level_the_baseline_never_measured_resolves_nothing_it_can_name(tmp_path):
+    # At its planned c=16 the A/A has no baseline to be compared with, so it is inconclusive there at any minimum
+    # effect: no effect size would make it neutral, and the report must not name one.
+    extra = cell("baseline_aa", levels=scaled(1.0) + trials(16, 900.0, 905.0, 895.0),
+                 benchmark={"concurrency": [1, 4, 8, 16], "trials": 3})
     summary = summarize([baseline(), extra], tmp_path)
     assert summary["aa"][0]["verdict"] == "inconclusive" and summary["aa"][0]["resolves_pct"] is None

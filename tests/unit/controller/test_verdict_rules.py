@@ -58,3 +58,10 @@ def test_the_aa_gate_leaves_failures_and_statuses_alone():
     gate = verdicts.aa_gate("improved", "x")
     for status in ("crashed", "blocked", "failed", "baseline", None):
         assert verdicts.apply_aa_gate({"verdict": status}, gate) == {"verdict": status}
+
+
+def test_a_level_only_a_capacity_search_reached_does_not_decide():
+    searched = {"concurrency": 2, "verdict": None, "searched_only": True, "reason": "the baseline measured nothing"}
+    assert verdicts.overall_verdict(levels((1, "neutral")) + [searched]) == (
+        "neutral", "neutral at c=1; not compared at c=2 (searched only here)")
+    assert verdicts.overall_verdict([searched])[0] == "inconclusive"
