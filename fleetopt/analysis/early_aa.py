@@ -51,8 +51,8 @@ def early_aa(campaign_dir, host, verdict_metric="output_throughput", confidence=
 def _level_words(level):
     if level["eq_low_pct"] is None:
         return "c=%s %+.1f %%" % (level["concurrency"], level["change_pct"])
-    return "c=%s %+.1f %% [%+.1f, %+.1f]" % (level["concurrency"], level["change_pct"], level["eq_low_pct"],
-                                            level["eq_high_pct"])
+    return "c=%s %+.1f %% [%+.1f, %+.1f]" % (
+        level["concurrency"], level["change_pct"], level["eq_low_pct"], level["eq_high_pct"])
 
 
 def early_aa_text(result):

@@ -23,6 +23,19 @@ from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_process
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_supervisor import read_json, write_json
 
 
+TERMINATION = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def unblocked_then(preexec=None):
+    """A preexec_fn that unblocks the termination signals in the child (it inherits the parent's mask), then runs
+    `preexec`."""
+    def run():
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, TERMINATION)
+        if preexec is not None:
+            preexec()
+    return run
+
+
 class KeptClient:
     """The engine's benchmark client, alive across the runs (and module calls) of a cell or a campaign.
 
@@ -61,13 +74,19 @@ class KeptClient:
         program = os.path.join(self.folder, "fleetopt_bench_client.py")
         with open(program, "w") as handle:
             handle.write(inspect.getsource(fleetopt_bench_client))
-        with open(os.path.join(self.folder, "client.log"), "ab") as log:
-            proc = subprocess.Popen([self.p["python"], program, self.folder, str(self.p["client_idle_s"])],
-                                    stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                    cwd=self.folder, start_new_session=True,
-                                    preexec_fn=fleetopt_placement.pinning(self.env_facts.get("cpus")))
-        self.pid = proc.pid
-        self.started_now = True
+        # An interrupt between the client's start and this object knowing its pid would leave the client running
+        # (ClientGuard stops the pid it knows): it waits until the pid is noted, and the client starts without it.
+        previous = signal.pthread_sigmask(signal.SIG_BLOCK, TERMINATION)
+        try:
+            with open(os.path.join(self.folder, "client.log"), "ab") as log:
+                proc = subprocess.Popen([self.p["python"], program, self.folder, str(self.p["client_idle_s"])],
+                                        stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                        cwd=self.folder, start_new_session=True,
+                                        preexec_fn=unblocked_then(fleetopt_placement.pinning(self.env_facts.get("cpus"))))
+            self.pid = proc.pid
+            self.started_now = True
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
         write_json(self.identity_path, {"python": self.p["python"], "env": self.env_facts,
                                         "process": process_identity(proc.pid)})
 
@@ -132,7 +151,7 @@ class ClientGuard:
     def __init__(self):
         self.client = None
         self.parent = os.getppid()
-        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        for signum in TERMINATION:
             signal.signal(signum, self.interrupted)
 
     def stop_client(self):
