@@ -23,19 +23,6 @@ from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_process
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_supervisor import read_json, write_json
 
 
-TERMINATION = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-
-
-def unblocked_then(preexec=None):
-    """A preexec_fn that unblocks the termination signals in the child (it inherits the parent's mask), then runs
-    `preexec`."""
-    def run():
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, TERMINATION)
-        if preexec is not None:
-            preexec()
-    return run
-
-
 class KeptClient:
     """The engine's benchmark client, alive across the runs (and module calls) of a cell or a campaign.
 
@@ -52,6 +39,9 @@ class KeptClient:
         self.env_facts = env_facts
         self.pid = None
         self.started_now = False
+        # While start() has no pid yet: the termination signal that came meanwhile, raised again once it has one.
+        self.starting = False
+        self.interrupted_by = None
         # The client's Cpus_allowed_list as /proc stated it at its last run.
         self.cpus_seen = None
 
@@ -74,19 +64,21 @@ class KeptClient:
         program = os.path.join(self.folder, "fleetopt_bench_client.py")
         with open(program, "w") as handle:
             handle.write(inspect.getsource(fleetopt_bench_client))
-        # An interrupt between the client's start and this object knowing its pid would leave the client running
-        # (ClientGuard stops the pid it knows): it waits until the pid is noted, and the client starts without it.
-        previous = signal.pthread_sigmask(signal.SIG_BLOCK, TERMINATION)
+        # An interrupt that comes before this object knows the client's pid waits for it (ClientGuard stops the pid
+        # it knows); Python runs signal handlers in the main thread whatever thread the signal reached.
+        self.starting = True
         try:
             with open(os.path.join(self.folder, "client.log"), "ab") as log:
                 proc = subprocess.Popen([self.p["python"], program, self.folder, str(self.p["client_idle_s"])],
                                         stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
                                         cwd=self.folder, start_new_session=True,
-                                        preexec_fn=unblocked_then(fleetopt_placement.pinning(self.env_facts.get("cpus"))))
+                                        preexec_fn=fleetopt_placement.pinning(self.env_facts.get("cpus")))
             self.pid = proc.pid
             self.started_now = True
         finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+            self.starting = False
+            if self.interrupted_by is not None:
+                signal.raise_signal(self.interrupted_by)
         write_json(self.identity_path, {"python": self.p["python"], "env": self.env_facts,
                                         "process": process_identity(proc.pid)})
 
@@ -151,7 +143,7 @@ class ClientGuard:
     def __init__(self):
         self.client = None
         self.parent = os.getppid()
-        for signum in TERMINATION:
+        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             signal.signal(signum, self.interrupted)
 
     def stop_client(self):
@@ -159,6 +151,9 @@ class ClientGuard:
             self.client.kill()
 
     def interrupted(self, signum, _frame):
+        if self.client is not None and self.client.starting:
+            self.client.interrupted_by = signum
+            return
         self.stop_client()
         sys.exit(128 + signum)
 

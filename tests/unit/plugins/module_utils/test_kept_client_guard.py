@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 from ansible_collections.fleetopt.campaign.plugins.module_utils import fleetopt_kept_client
@@ -32,6 +33,11 @@ def test_an_interrupt_that_lands_while_the_client_starts_still_stops_the_client(
 
     monkeypatch.setattr(fleetopt_kept_client.subprocess, "Popen", popen_then_interrupted)
     handlers = {signum: signal.getsignal(signum) for signum in TERMINATION}
+    # A thread beside the main one, as the module's power sampler runs on a GPU host: the kernel may hand it the
+    # signal, so blocking signals in the main thread alone would not hold the interrupt back.
+    done = threading.Event()
+    beside = threading.Thread(target=done.wait, daemon=True)
+    beside.start()
     try:
         guard = ClientGuard()
         guard.client = KeptClient(params(tmp_path), {})
@@ -42,6 +48,7 @@ def test_an_interrupt_that_lands_while_the_client_starts_still_stops_the_client(
         else:
             raise AssertionError("the interrupt was lost")
     finally:
+        done.set()
         for signum, handler in handlers.items():
             signal.signal(signum, handler)
         leftover = started[0].pid
