@@ -9,18 +9,20 @@ each side has run again, and the campaign's A/A adds it.
 """
 import pathlib
 
+from fleetopt.analysis.launches import launch_number
 from fleetopt.analysis.summary import AA_VARIANT, BASELINE, build_summary, load_cells
 from fleetopt.analysis.verdict_metrics import CAPACITY
 from fleetopt.formatting import TERMINAL_WIDTH, fill_for_terminal, fmt_unsigned_pct
 
-FIRST_LAUNCH = 1
+# How the play's line begins after the host's name (tests/benchmarks/first_run.py times the campaign by it).
+HEADING = "early A/A (the first launch of the baseline against the first of its copy"
 
 
 def first_pair(cells, host):
     """The host's first launch of the baseline and of its A/A, or None while either is missing."""
     found = {c["variant"]: c for c in cells
              if c.get("host") == host and c.get("variant") in (BASELINE, AA_VARIANT)
-             and (c.get("launch_number") or FIRST_LAUNCH) == FIRST_LAUNCH and not c.get("stacked")}
+             and launch_number(c) == 1 and not c.get("stacked")}
     if BASELINE not in found or AA_VARIANT not in found:
         return None
     return [found[BASELINE], found[AA_VARIANT]]
@@ -62,8 +64,8 @@ def early_aa_text(result):
         return "%s: no early A/A yet (its baseline and A/A have not both run)." % host
     if result["status"] == "failed":
         return "%s: no early A/A: %s." % (host, result["reason"])
-    first = "%s, early A/A (the first launch of the baseline against the first of its copy, trials as the unit, " \
-            "90 %% equivalence intervals): %s." % (host, ", ".join(_level_words(lv) for lv in result["levels"]))
+    first = "%s, %s, trials as the unit, 90 %% equivalence intervals): %s." % (
+        host, HEADING, ", ".join(_level_words(lv) for lv in result["levels"]))
     resolves = result["resolves_pct"]
     if resolves is None:
         return first + " Its trials give no interval at some level (fewer than two), so nothing can be said early."

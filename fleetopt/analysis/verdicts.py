@@ -21,6 +21,7 @@ def overall_verdict(levels):
     """(verdict, reason) from [{"concurrency", "verdict", "reason"}]; verdict None: not compared."""
     # A level only a capacity search took this side to, which the baseline never measured, has nothing to be
     # compared with: the planned levels, and the searched ones both sides measured, decide.
+    searched_only = [lv for lv in levels if lv.get("searched_only")]
     compared = [lv for lv in levels if not lv.get("searched_only")]
     if not compared:
         return "inconclusive", "no level was compared with the baseline"
@@ -43,8 +44,8 @@ def overall_verdict(levels):
         parts.append("neutral at %s" % _names(neutral))
     if unclear:
         parts.append("inconclusive at %s" % _names(unclear))
-    if len(compared) < len(levels):
-        parts.append("not compared at %s (searched only here)" % _names([lv for lv in levels if lv.get("searched_only")]))
+    if searched_only:
+        parts.append("not compared at %s (searched only here)" % _names(searched_only))
     reason = "; ".join(parts)
     if improved and (regressed or failed):
         return "mixed", reason

@@ -23,7 +23,12 @@ import tempfile
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-EARLY_LINE = "early A/A (the first launch of the baseline"
+sys.path.insert(0, str(ROOT / "tests" / "benchmarks"))
+from verdicts_hold import verdicts_of  # noqa: E402  pylint: disable=wrong-import-position
+from fleetopt.analysis.early_aa import HEADING  # noqa: E402  pylint: disable=wrong-import-position
+
+# The start of the heading, which the play's wrapped line keeps on its first line.
+EARLY_LINE = HEADING[:HEADING.index("(") + 1]
 # The local inventory's design before issue 32 (inventory/local/group_vars/fleet/campaign.yml at 9e59762).
 REFERENCE_DESIGN = {"campaign_bench_concurrency": [1, 4, 16], "campaign_bench_prompts_per_concurrency": 2,
                     "campaign_bench_min_prompts": 20, "campaign_bench_max_trials": 4,
@@ -51,15 +56,18 @@ def run_campaign(workdir, campaign_id, port, extra=None):
 
 
 def verdicts(summary):
-    return {v["variant"]: (v["verdict"], v.get("verdict_before_aa")) for v in summary["variants"]
-            if v["variant"] != "baseline" and v["status"] == "ok"}
+    """verdicts_hold.py's verdicts_of, for the variants measured against the baseline."""
+    measured = {v["variant"] for v in summary["variants"] if v["variant"] != "baseline" and v["status"] == "ok"}
+    return {variant: verdict for variant, verdict in verdicts_of(summary).items() if variant in measured}
 
 
 def at_c1(summary, variant):
     entry = next((v for v in summary["variants"] if v["variant"] == variant), None)
     level = next((lv for lv in (entry or {}).get("levels") or [] if lv["concurrency"] == 1), None)
-    return "-" if level is None else "%s %s" % (level.get("verdict_before_aa") or level["verdict"],
-                                               "%+.1f %%" % level["change"]["change_pct"] if level.get("change") else "")
+    if level is None:
+        return "-"
+    change = "%+.1f %%" % level["change"]["change_pct"] if level.get("change") else ""
+    return "%s %s" % (level.get("verdict_before_aa") or level["verdict"], change)
 
 
 def describe(label, wall, early, rc, summary):
