@@ -90,19 +90,18 @@ sglang_client_build=
 run_step "setup_local.yml: the local engine the end-to-end tests use" ansible-playbook playbooks/setup_local.yml
 
 if [ $# -eq 0 ]; then
-  # The tests that time what a real server delivers (vLLM's token gaps, the scripted engine's planted timing as
-  # vLLM's client measures it) run first, with nothing beside them: on two cores any other process changes it.
-  timed_e2e=(tests/e2e/test_vllm_lifecycle.py tests/e2e/test_scripted_engine.py)
-  pytest_step "end-to-end tests that time what a server delivers (alone)" e2e-timed --durations=10 -m e2e \
-    "${timed_e2e[@]}"
+  # The tests marked `timed` (vLLM's token gaps, the scripted engine's planted timing as vLLM's client measures it,
+  # the verdicts a campaign reaches on it) run first, with nothing beside them: on two cores any other process
+  # changes what they measure.
+  pytest_step "end-to-end tests that time what a server delivers (alone)" e2e-timed --durations=10 -m "e2e and timed"
   start_jobs
   # Most end-to-end tests wait on processes, so they run three files at a time (a file's tests share its fixtures),
   # as a job beside the step below, once the container fleet's host image is there.
   mkdir -p "$temproot/e2e"
   start_job e2e "end-to-end tests (pytest -n 3, by file)" artifacts/e2e.log bash -c \
-    'until [ -s "$0" ]; do sleep 2; done; echo "== the container fleet image: exit $(cat "$0")"; temp=$1; shift
+    'until [ -s "$0" ]; do sleep 2; done; echo "== the container fleet image: exit $(cat "$0")"; temp=$1
      exec env PYTHONUNBUFFERED=1 PYTEST_DEBUG_TEMPROOT="$temp" python -m pytest -p no:cacheprovider --durations=25 -n 3 \
-       --dist loadfile -m e2e "$@"' "$image_done" "$temproot/e2e" $(printf -- '--ignore=%s ' "${timed_e2e[@]}")
+       --dist loadfile -m "e2e and not timed"' "$image_done" "$temproot/e2e"
   # Most of these wait on the processes they start, so they run four at a time. The tests of the
   # collection's plugins (tests/unit/plugins) are ansible-test's, run on the tarball by the job above.
   pytest_step "unit and integration tests (pytest -n 4)" unit --durations=10 -n 4 \

@@ -12,6 +12,8 @@ from helpers import ROOT, free_port, pid_gone, processes_listening_as
 from module_runner import run_module
 from scripted_engine import launches
 
+pytestmark = pytest.mark.timed
+
 SGLANG_LOGS = ROOT / "tests" / "fixtures" / "sglang" / "logs"
 
 

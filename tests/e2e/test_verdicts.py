@@ -16,6 +16,8 @@ from fleetopt.analysis.early_aa import early_aa
 from helpers import ROOT, bench_clients_under, free_port
 from scripted_engine import engine_python, launches
 
+pytestmark = pytest.mark.timed
+
 PLANTED = yaml.safe_load((ROOT / "tests" / "fixtures" / "planted_effects.yml").read_text())
 # The embedded default's design, without its capacity search: the verdicts are taken at the planted level.
 DESIGN = {"campaign_launches": 2, "campaign_bench_max_trials": 3, "campaign_bench_target_halfwidth_pct": 3.0,

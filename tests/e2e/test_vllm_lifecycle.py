@@ -28,6 +28,8 @@ from e2e.conftest import local_server_args
 from helpers import free_port, pid_gone
 from module_runner import run_module
 
+pytestmark = pytest.mark.timed
+
 DECODE_FLOOR_S = 0.001
 MAX_TTFT_SHARE = 0.5
 OUTPUT_LEN = 64
