@@ -15,8 +15,12 @@ launch does (where its processes and memory land). Where the throughput over the
 launches as within them, the host does.
 
     .venv/bin/python tests/benchmarks/launch_or_host.py [--launches 4] [--trials 5] [--env VAR=VALUE ...]
+        [--try VAR=VALUE ...]
 
---env adds to the server's environment (e.g. PYTHONHASHSEED=0), to try a control.
+--env adds to the server's environment (e.g. PYTHONHASHSEED=0), to try a control. With --try, the launches
+alternate in ABBA order between the server as it is (with --env) and the server with the tried environment too,
+--launches of each, and the figures are printed for both, with the ratio of their mean throughputs: a control
+and its reference measured in the same run, under the same drift of the host.
 
 A probe right after a trial measures that trial's tail, not the host: on a 2-core development machine (2026-12-06)
 it took 1.04 s right after a trial and 0.18-0.19 s five seconds later, with the idle server at 0.02-0.03 cores (0.20
@@ -84,6 +88,14 @@ def spreads(launches):
     return within, cv([statistics.mean(values) for values in launches])
 
 
+def abba(arms, launches):
+    """Each arm `launches` times, in rounds of A B then B A, so a drift of the host falls on both alike."""
+    order = []
+    for round_number in range(launches):
+        order += arms if round_number % 2 == 0 else arms[::-1]
+    return order
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--launches", type=int, default=4)
@@ -92,41 +104,54 @@ def main():
     parser.add_argument("--port", type=int, default=8795)
     parser.add_argument("--startup-timeout", type=float, default=600)
     parser.add_argument("--env", action="append", default=[], metavar="VAR=VALUE")
+    parser.add_argument("--try", dest="tried", action="append", default=[], metavar="VAR=VALUE")
     args = parser.parse_args()
     if args.launches < 2 or args.trials < 2:
         parser.error("--launches and --trials must be 2 or more: the figures compare launches and their trials")
+    bad = [item for item in args.env + args.tried if "=" not in item]
+    if bad:
+        parser.error("--env and --try take VAR=VALUE, not %s" % ", ".join(bad))
     env = dict(item.split("=", 1) for item in args.env)
+    arms = {"as it is": env}
+    if args.tried:
+        arms["tried"] = dict(env, **dict(item.split("=", 1) for item in args.tried))
     missing = [str(p) for p in (ENGINE_PYTHON, MODEL_DIR / "config.json") if not p.exists()]
     if missing:
         print("the local engine is not installed (missing %s); run playbooks/setup_local.yml" % ", ".join(missing))
         return 1
-    throughput, probes = [], []
+    order = abba(list(arms), args.launches)
+    throughput, probes = {arm: [] for arm in arms}, {arm: [] for arm in arms}
     probe()  # numpy's first products set up its threads and caches; that one is not the host's speed
     with tempfile.TemporaryDirectory(prefix="fleetopt-launch-or-host-") as tmp:
         workdir = pathlib.Path(tmp)
         try:
-            for launch in range(args.launches):
+            for launch, arm in enumerate(order):
                 label = "launch%d" % (launch + 1)
-                server = start(args, workdir, label, env)
+                server = start(args, workdir, label, arms[arm])
                 values, speeds = [], []
                 for index in range(args.trials):
                     time.sleep(SETTLE_S)
                     speeds.append(probe())
                     values.append(trial(args, workdir, server, label, index))
                 stop(args, workdir)
-                throughput.append(values)
-                probes.append(speeds)
-                print("%s (load average %s): output tok/s %s; probe %s" % (
-                    label, loadavg(), ", ".join("%.1f" % v for v in values), ", ".join("%.3f" % s for s in speeds)),
-                    flush=True)
+                throughput[arm].append(values)
+                probes[arm].append(speeds)
+                print("%s%s (load average %s): output tok/s %s; probe %s" % (
+                    label, " (%s)" % arm if len(arms) > 1 else "", loadavg(), ", ".join("%.1f" % v for v in values),
+                    ", ".join("%.3f" % s for s in speeds)), flush=True)
         finally:
             stop(args, workdir)
-    ratio = [[v / s for v, s in zip(values, speeds)] for values, speeds in zip(throughput, probes)]
-    print("\n%d launches of %d trials at c=%d%s; CV in %%:" % (
-        args.launches, args.trials, args.concurrency, " with %s" % env if env else ""))
-    for name, data in (("output tok/s", throughput), ("host probe", probes), ("output tok/s / probe", ratio)):
-        within, between = spreads(data)
-        print("  %-22s within a launch %5.1f   between launches %5.1f" % (name, within, between))
+    for arm in arms:
+        ratio = [[v / s for v, s in zip(values, speeds)] for values, speeds in zip(throughput[arm], probes[arm])]
+        print("\n%d launches of %d trials at c=%d%s; CV in %%:" % (
+            args.launches, args.trials, args.concurrency, " with %s" % arms[arm] if arms[arm] else ""))
+        for name, data in (("output tok/s", throughput[arm]), ("host probe", probes[arm]), ("output tok/s / probe", ratio)):
+            within, between = spreads(data)
+            print("  %-22s within a launch %5.1f   between launches %5.1f" % (name, within, between))
+    if len(arms) > 1:
+        means = {arm: statistics.mean(statistics.mean(values) for values in throughput[arm]) for arm in arms}
+        print("\nmean output tok/s: tried %.1f, as it is %.1f; ratio %.3f" % (
+            means["tried"], means["as it is"], means["tried"] / means["as it is"]))
     return 0
 
 
