@@ -7,7 +7,9 @@ trial it times a fixed CPU workload in this process (the host probe: a pure-Pyth
 products, the two kinds of work a tiny model's engine does), so a host that slows down for minutes shows in the probe
 as it does in the trials.
 
-Prints each launch's trials and probes, then, for the throughput, the probe and the throughput over the probe:
+Prints each launch's trials and probes, with what the host did during each trial (the hypervisor's steal share,
+the machine's major faults and page-cache refaults), then, for the throughput, the probe and the throughput over the
+probe:
 - within: the coefficient of variation of the values inside a launch (pooled);
 - between: the coefficient of variation of the launch means.
 Where the throughput's between-launch spread is far above the probe's, the host's speed does not explain it: the
@@ -15,12 +17,14 @@ launch does (where its processes and memory land). Where the throughput over the
 launches as within them, the host does.
 
     .venv/bin/python tests/benchmarks/launch_or_host.py [--launches 4] [--trials 5] [--env VAR=VALUE ...]
-        [--try VAR=VALUE ...]
+        [--try VAR=VALUE ...] [--try-placement SERVER_CPUS:CLIENT_CPUS]
 
 --env adds to the server's environment (e.g. PYTHONHASHSEED=0), to try a control. With --try, the launches
 alternate in ABBA order between the server as it is (with --env) and the server with the tried environment too,
 --launches of each, and the figures are printed for both, with the ratio of their mean throughputs: a control
-and its reference measured in the same run, under the same drift of the host.
+and its reference measured in the same run, under the same drift of the host. --try-placement does the same with
+the tried arm's server and client placed on CPUs of their own (fleetopt_server's `cpus`, fleetopt_bench's `cpus`;
+e.g. 0:1), as campaign_server_cpus and campaign_client_cpus place them.
 
 A probe right after a trial measures that trial's tail, not the host: on a 2-core development machine (2026-12-06)
 it took 1.04 s right after a trial and 0.18-0.19 s five seconds later, with the idle server at 0.02-0.03 cores (0.20
@@ -57,25 +61,44 @@ def probe():
     return 1.0 / (time.perf_counter() - started)
 
 
-def start(args, workdir, label, env):
-    return warmup_settle.start(args, workdir, label, env, name=NAME)
+def start(args, workdir, label, arm):
+    return warmup_settle.start(args, workdir, label, arm["env"], name=NAME, cpus=arm.get("server_cpus"))
 
 
 def stop(args, workdir):
     warmup_settle.stop(args, workdir, name=NAME)
 
 
-def trial(args, workdir, server, label, index):
+def vmstat(*names):
+    values = dict(line.split() for line in pathlib.Path("/proc/vmstat").read_text().splitlines())
+    return [int(values.get(name, 0)) for name in names]
+
+
+PAGING = ("pgmajfault", "workingset_refault_file")
+
+
+def client_dir(workdir, client_cpus):
+    """The kept client's folder: one per placement, since a kept client stays where it was started."""
+    return str(workdir / ("client-%s" % client_cpus if client_cpus else "client"))
+
+
+def trial(args, workdir, server, label, index, client_cpus=None):
+    """The trial's output tok/s, and what the host did meanwhile: the hypervisor's steal share and the major
+    faults and page-cache refaults of the whole machine."""
+    paged = vmstat(*PAGING)
     result = run_module("fleetopt_bench", dict(
         design(args), engine="vllm", python=str(ENGINE_PYTHON), base_url=server["base_url"], served_model_name="tiny",
         tokenizer=str(MODEL_DIR), concurrency=[args.concurrency], trials=1, seed=index,
         served_concurrency=args.concurrency if index else 0, result_dir=str(workdir / "bench"),
         name="%s-t%d" % (label, index), server_pid=server["pid"], keep_client=True,
-        client_dir=str(workdir / "client")), timeout=900)
+        client_dir=client_dir(workdir, client_cpus),
+        **({"cpus": client_cpus} if client_cpus else {})), timeout=900)
     [level] = result.get("levels") or [{}]
     if result.get("failed") or level.get("status") != "ok":
         raise SystemExit("%s trial %d failed: %s" % (label, index + 1, result.get("msg") or level.get("reason")))
-    return level["metrics"]["output_throughput"]
+    faults, refaults = (after - before for after, before in zip(vmstat(*PAGING), paged))
+    return level["metrics"]["output_throughput"], "steal %.1f %%, %d major faults, %d refaults" % (
+        100 * (level.get("host_steal_share") or 0), faults, refaults)
 
 
 def cv(values):
@@ -105,16 +128,21 @@ def main():
     parser.add_argument("--startup-timeout", type=float, default=600)
     parser.add_argument("--env", action="append", default=[], metavar="VAR=VALUE")
     parser.add_argument("--try", dest="tried", action="append", default=[], metavar="VAR=VALUE")
+    parser.add_argument("--try-placement", metavar="SERVER_CPUS:CLIENT_CPUS")
     args = parser.parse_args()
     if args.launches < 2 or args.trials < 2:
         parser.error("--launches and --trials must be 2 or more: the figures compare launches and their trials")
     bad = [item for item in args.env + args.tried if "=" not in item]
     if bad:
         parser.error("--env and --try take VAR=VALUE, not %s" % ", ".join(bad))
+    if args.try_placement and args.try_placement.count(":") != 1:
+        parser.error("--try-placement takes SERVER_CPUS:CLIENT_CPUS (e.g. 0:1), not %s" % args.try_placement)
     env = dict(item.split("=", 1) for item in args.env)
-    arms = {"as it is": env}
-    if args.tried:
-        arms["tried"] = dict(env, **dict(item.split("=", 1) for item in args.tried))
+    arms = {"as it is": {"env": env}}
+    if args.tried or args.try_placement:
+        arms["tried"] = {"env": dict(env, **dict(item.split("=", 1) for item in args.tried))}
+    if args.try_placement:
+        arms["tried"]["server_cpus"], arms["tried"]["client_cpus"] = args.try_placement.split(":")
     missing = [str(p) for p in (ENGINE_PYTHON, MODEL_DIR / "config.json") if not p.exists()]
     if missing:
         print("the local engine is not installed (missing %s); run playbooks/setup_local.yml" % ", ".join(missing))
@@ -128,23 +156,29 @@ def main():
             for launch, arm in enumerate(order):
                 label = "launch%d" % (launch + 1)
                 server = start(args, workdir, label, arms[arm])
-                values, speeds = [], []
+                values, speeds, hosts = [], [], []
                 for index in range(args.trials):
                     time.sleep(SETTLE_S)
                     speeds.append(probe())
-                    values.append(trial(args, workdir, server, label, index))
+                    value, host = trial(args, workdir, server, label, index, arms[arm].get("client_cpus"))
+                    values.append(value)
+                    hosts.append(host)
                 stop(args, workdir)
                 throughput[arm].append(values)
                 probes[arm].append(speeds)
                 print("%s%s (load average %s): output tok/s %s; probe %s" % (
                     label, " (%s)" % arm if len(arms) > 1 else "", loadavg(), ", ".join("%.1f" % v for v in values),
                     ", ".join("%.3f" % s for s in speeds)), flush=True)
+                print("  meanwhile: %s" % "; ".join(hosts), flush=True)
         finally:
             stop(args, workdir)
+            for arm in arms.values():
+                run_module("fleetopt_bench", dict(engine="vllm", client_dir=client_dir(workdir, arm.get("client_cpus")),
+                                                  state="client_released"))
     for arm in arms:
         ratio = [[v / s for v, s in zip(values, speeds)] for values, speeds in zip(throughput[arm], probes[arm])]
-        print("\n%d launches of %d trials at c=%d%s; CV in %%:" % (
-            args.launches, args.trials, args.concurrency, " with %s" % arms[arm] if arms[arm] else ""))
+        print("\n%d launches of %d trials at c=%d (%s: %s); CV in %%:" % (
+            args.launches, args.trials, args.concurrency, arm, arms[arm]))
         for name, data in (("output tok/s", throughput[arm]), ("host probe", probes[arm]), ("output tok/s / probe", ratio)):
             within, between = spreads(data)
             print("  %-22s within a launch %5.1f   between launches %5.1f" % (name, within, between))
