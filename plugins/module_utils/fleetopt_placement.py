@@ -4,7 +4,9 @@
 """Which CPUs the engine server and the benchmark client run on (Linux, stdlib only).
 
 A placement is a set of CPU numbers, given as a list (``[0, 1]``, ``["0", "2-3"]``) or as a
-Linux cpu-list string (``"0"``, ``"1-3"``, ``"0,2-3"``, as taskset and /proc write them). It is
+Linux cpu-list string (``"0"``, ``"1-3"``, ``"0,2-3"``, as taskset and /proc write them). The
+client's may also be ``"last"``, the host's last usable CPU, and the server's ``"rest"``, every usable
+CPU the client's placement leaves: one inventory that keeps them apart on hosts of any size. It is
 applied in the child before it executes its program, so the whole process tree that program
 starts inherits it, and it is read back from /proc/<pid>/status so that a result says what it
 actually ran on.
@@ -17,6 +19,8 @@ import os
 import re
 
 _RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
+LAST = "last"
+REST = "rest"
 
 
 def parse_cpu_list(value, name="cpus"):
@@ -44,7 +48,8 @@ def parse_cpu_list(value, name="cpus"):
     for part in parts:
         match = _RANGE.match(part.strip())
         if not match:
-            raise ValueError("%s: %r is not a CPU number or range (as 0, 2-3) in %r" % (name, part.strip(), value))
+            raise ValueError("%s: %r is not a CPU number or range (as 0, 2-3; the client's may be \"last\", the server's "
+                             "\"rest\") in %r" % (name, part.strip(), value))
         first = int(match.group(1))
         last = int(match.group(2)) if match.group(2) is not None else first
         if last < first:
@@ -73,12 +78,21 @@ def check(server=None, client=None, usable=None):
     """The server's and the client's CPU lists, checked against each other and the host.
 
     Raises ValueError with every problem found: a list that does not parse, a CPU the host does
-    not let this user run on, a CPU both lists name. Returns (server, client), each a sorted
-    list or None (no placement).
+    not let this user run on, a CPU both lists name, a server's "rest" that leaves it nothing.
+    Returns (server, client), each a sorted list or None (no placement), the keywords resolved.
     """
     usable = set(usable_cpus() if usable is None else usable)
     problems = []
     parsed = {}
+    if client == LAST:
+        client = [max(usable)]
+    if server == REST:
+        if client is None or client == [] or client == "":
+            raise ValueError("server_cpus: %r means the CPUs client_cpus leaves, and client_cpus is not set" % REST)
+        server = sorted(usable - set(parse_cpu_list(client, "client_cpus") or []))
+        if not server:
+            raise ValueError("server_cpus: %r leaves no CPU for the server: client_cpus takes every CPU this host has "
+                             "(%s)" % (REST, format_cpu_list(usable)))
     for name, value in (("server_cpus", server), ("client_cpus", client)):
         try:
             parsed[name] = parse_cpu_list(value, name)

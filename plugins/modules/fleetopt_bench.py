@@ -270,8 +270,9 @@ options:
     default: 256
   cpus:
     description:
-      - The CPUs the benchmark client runs on, as a list (V([1])) or a Linux cpu-list string (V(1), V(2-3)), so it
-        does not compete with the server for a core (the C(cpus) option of C(fleetopt_server)). The kept
+      - The CPUs the benchmark client runs on, as a list (V([1])) or a Linux cpu-list string (V(1), V(2-3)), or
+        V(last), this host's last usable CPU, so it does not compete with the server for a core (the C(cpus)
+        option of C(fleetopt_server), whose V(rest) leaves this one to the client). The kept
         client is placed on them before it starts (C(sched_setaffinity)), and this module's own process too while
         it runs, with the power sampler it starts.
       - A kept client started on other CPUs (or on none) is started again, on these.

@@ -173,8 +173,8 @@ options:
     type: dict
   cpus:
     description:
-      - The CPUs the server runs on, as a list (V([0, 1])) or a Linux cpu-list string (V(0), V(1-3), V(0,2-3)).
-        The supervisor is placed on them before it starts the server (C(sched_setaffinity)), so the server and
+      - The CPUs the server runs on, as a list (V([0, 1])) or a Linux cpu-list string (V(0), V(1-3), V(0,2-3)),
+        or V(rest), every CPU this host lets this user run on that O(client_cpus) does not name. The supervisor is placed on them before it starts the server (C(sched_setaffinity)), so the server and
         every process it starts run there; an engine that binds its own threads (vLLM's CPU backend,
         C(VLLM_CPU_OMP_THREADS_BIND=auto)) binds them among these.
       - A CPU this host does not let this user run on, a CPU O(client_cpus) names too, or a malformed list
@@ -185,7 +185,8 @@ options:
   client_cpus:
     description:
       - The CPUs the benchmark client is placed on (the C(cpus) option of C(fleetopt_bench)), only to refuse a
-        O(cpus) that shares one with them. Checked the same way as O(cpus).
+        O(cpus) that shares one with them and to resolve O(cpus=rest). Checked the same way as O(cpus); V(last)
+        is this host's last usable CPU.
     type: raw
 attributes:
   check_mode:
@@ -679,17 +680,17 @@ class Lifecycle:
         self.fail(msg, server={"status": "error", "port": self.p["port"], "failure": failure}, **extra)
 
     def placement(self):
-        """The server's CPUs (None: no placement), checked against the client's and this host's."""
+        """The server's and the client's CPUs (None: no placement), checked against each other and this host's."""
         try:
-            return fleetopt_placement.check(self.p["cpus"], self.p["client_cpus"])[0]
+            return fleetopt_placement.check(self.p["cpus"], self.p["client_cpus"])
         except ValueError as exc:
             self.fail_launch("CPU placement: %s; nothing was launched" % exc,
                              "Give server and client CPUs this host has, in separate lists "
-                             "(campaign_server_cpus, campaign_client_cpus), as [0, 1] or \"0-1\".")
+                             "(campaign_server_cpus, campaign_client_cpus), as [0, 1] or \"0-1\", or the client's \"last\" "
+                             "and the server's \"rest\".")
 
     def check_placement(self):
-        server = self.placement()
-        client = fleetopt_placement.parse_cpu_list(self.p["client_cpus"])
+        server, client = self.placement()
         self.module.exit_json(changed=False, placement={
             "server": fleetopt_placement.format_cpu_list(server) if server else None,
             "client": fleetopt_placement.format_cpu_list(client) if client else None,
@@ -775,7 +776,7 @@ class Lifecycle:
         for key in ("engine", "python", "model", "log_path"):
             if not self.p[key]:
                 self.fail("%s is required when state=started" % key)
-        cpus = self.placement()
+        cpus = self.placement()[0]
         adapter, argv, env = self.launch_config()
         self.secrets = self.secret_values()
         # The configuration's identity names the secrets it uses, never their values.

@@ -65,6 +65,30 @@ def test_every_problem_is_said_at_once():
     assert "client_cpus: CPU 5 not available" in str(failure.value)
 
 
+@pytest.mark.parametrize("usable, server, client", [
+    ([0, 1], [0], [1]), ([0, 1, 2, 3], [0, 1, 2], [3]), ([4, 5, 7], [4, 5], [7]),
+])
+def test_the_client_on_the_last_cpu_and_the_server_on_the_rest_fit_any_host(usable, server, client):
+    assert check("rest", "last", usable=usable) == (server, client)
+
+
+def test_the_rest_is_what_a_client_list_leaves():
+    assert check("rest", "1-2", usable=[0, 1, 2, 3]) == ([0, 3], [1, 2])
+    assert check(None, "last", usable=[0, 1]) == (None, [1])
+
+
+@pytest.mark.parametrize("server, client, usable, words", [
+    ("rest", "last", [0], "'rest' leaves no CPU for the server: client_cpus takes every CPU this host has (0)"),
+    ("rest", None, [0, 1], "'rest' means the CPUs client_cpus leaves, and client_cpus is not set"),
+    ("last", None, [0, 1], "server_cpus: 'last' is not a CPU number"),
+    (None, "rest", [0, 1], "client_cpus: 'rest' is not a CPU number"),
+])
+def test_a_keyword_that_cannot_place_is_refused_by_name(server, client, usable, words):
+    with pytest.raises(ValueError) as failure:
+        check(server, client, usable=usable)
+    assert words in str(failure.value)
+
+
 def test_the_host_check_defaults_to_what_this_process_may_use():
     usable = sorted(os.sched_getaffinity(0))
     assert check(format_cpu_list(usable), None) == (usable, None)
