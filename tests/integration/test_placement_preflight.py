@@ -24,6 +24,8 @@ def run_campaign(tmp_path, placement):
     ('{"campaign_server_cpus": [4096], "campaign_client_cpus": null}', "server_cpus: CPU 4096 not available on this host"),
     ('{"campaign_server_cpus": "0", "campaign_client_cpus": [0]}', "server_cpus and client_cpus share CPU 0"),
     ('{"campaign_server_cpus": null, "campaign_client_cpus": "one"}', "client_cpus: 'one' is not a CPU number"),
+    ('{"campaign_server_cpus": "rest", "campaign_client_cpus": null}',
+     "server_cpus: 'rest' means the CPUs client_cpus leaves, and client_cpus is not set"),
 ])
 def test_a_placement_the_host_cannot_give_fails_the_campaign_before_anything_starts(tmp_path, placement, message):
     rc, output = run_campaign(tmp_path, placement)
