@@ -365,11 +365,12 @@ def variant_summaries(cells, rows, slo=None, confidence=stats.DEFAULT_CONFIDENCE
             # What the server stated against its baseline's: the settings changed, and what else differs.
             "effective_comparison": cell.get("effective_comparison"),
             "levels": [
-                {"concurrency": r["concurrency"], "verdict": by_level[r["concurrency"]]["verdict"]
-                 if r["variant"] != BASELINE else r.get("verdict"),
-                 "reason": r.get("verdict_reason"), "trials": r["trials"], "launches": r.get("launches", 0),
-                 "failed_trials": r.get("failed_trials", 0),
-                 "change": (r.get("vs_baseline") or {}).get("output_throughput")}
+                dict({"concurrency": r["concurrency"], "verdict": by_level[r["concurrency"]]["verdict"]
+                      if r["variant"] != BASELINE else r.get("verdict"),
+                      "reason": r.get("verdict_reason"), "trials": r["trials"], "launches": r.get("launches", 0),
+                      "failed_trials": r.get("failed_trials", 0),
+                      "change": (r.get("vs_baseline") or {}).get("output_throughput")},
+                     **({"searched_only": True} if by_level[r["concurrency"]].get("searched_only") else {}))
                 for r in own if r["concurrency"] is not None
             ],
         })
@@ -384,7 +385,7 @@ def resolves_pct(floor, aa):
     search took the A/A to, which the baseline never measured, was not compared and does not count."""
     intervals = {f["concurrency"]: (f.get("eq_low_pct"), f.get("eq_high_pct")) for f in floor if f["host"] == aa["host"]}
     bounds = [intervals.get(level["concurrency"], (None, None)) for level in aa.get("levels") or []
-              if not (level.get("verdict") is None and level.get("trials") and level.get("change") is None)]
+              if not level.get("searched_only")]
     if aa["status"] != "ok" or not bounds or any(low is None or high is None for low, high in bounds):
         return None
     widest = max(max(-low, high) for low, high in bounds)

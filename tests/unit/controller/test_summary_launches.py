@@ -174,4 +174,5 @@ def test_a_level_only_the_aa_measured_is_not_compared_and_leaves_the_aa_neutral_
     assert aa["verdict"] == "neutral", aa["verdict_reason"]
     levels = {lv["concurrency"]: lv for lv in aa["levels"]}
     assert levels[2]["verdict"] is None and "measured nothing at this concurrency" in levels[2]["reason"]
+    assert levels[2]["searched_only"] is True and "searched_only" not in levels[1]
     assert summary["aa"][0]["resolves_pct"] is not None and summary["aa"][0]["resolves_pct"] < 5.0
