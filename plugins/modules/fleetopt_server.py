@@ -174,8 +174,9 @@ options:
   cpus:
     description:
       - The CPUs the server runs on, as a list (V([0, 1])) or a Linux cpu-list string (V(0), V(1-3), V(0,2-3)),
-        or V(rest), every CPU this host lets this user run on that O(client_cpus) does not name. The supervisor is placed on them before it starts the server (C(sched_setaffinity)), so the server and
-        every process it starts run there; an engine that binds its own threads (vLLM's CPU backend,
+        or V(rest), every CPU this host lets this user run on that O(client_cpus) does not name. The supervisor
+        is placed on them before it starts the server (C(sched_setaffinity)), so the server and every process
+        it starts run there; an engine that binds its own threads (vLLM's CPU backend,
         C(VLLM_CPU_OMP_THREADS_BIND=auto)) binds them among these.
       - A CPU this host does not let this user run on, a CPU O(client_cpus) names too, or a malformed list
         fails with C(launch_failed) before anything is launched.
