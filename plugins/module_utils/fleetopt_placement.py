@@ -74,6 +74,17 @@ def usable_cpus():
     return sorted(os.sched_getaffinity(0))
 
 
+def rest(usable, client):
+    """The server's "rest": the usable CPUs the client's (parsed) placement leaves."""
+    if not client:
+        raise ValueError("server_cpus: %r means the CPUs client_cpus leaves, and client_cpus is not set" % REST)
+    left = sorted(usable - set(client))
+    if not left:
+        raise ValueError("server_cpus: %r leaves no CPU for the server: client_cpus takes every CPU this host has "
+                         "(%s)" % (REST, format_cpu_list(usable)))
+    return left
+
+
 def check(server=None, client=None, usable=None):
     """The server's and the client's CPU lists, checked against each other and the host.
 
@@ -84,18 +95,14 @@ def check(server=None, client=None, usable=None):
     usable = set(usable_cpus() if usable is None else usable)
     problems = []
     parsed = {}
-    if client == LAST:
-        client = [max(usable)]
-    if server == REST:
-        if client is None or client == [] or client == "":
-            raise ValueError("server_cpus: %r means the CPUs client_cpus leaves, and client_cpus is not set" % REST)
-        server = sorted(usable - set(parse_cpu_list(client, "client_cpus") or []))
-        if not server:
-            raise ValueError("server_cpus: %r leaves no CPU for the server: client_cpus takes every CPU this host has "
-                             "(%s)" % (REST, format_cpu_list(usable)))
-    for name, value in (("server_cpus", server), ("client_cpus", client)):
+    # The client first: the server's "rest" is what the client's placement leaves.
+    for name, value in (("client_cpus", [max(usable)] if client == LAST else client), ("server_cpus", server)):
         try:
-            parsed[name] = parse_cpu_list(value, name)
+            if name == "server_cpus" and value == REST:
+                # A client placement with a problem is named already; the server's is not worked out from it.
+                parsed[name] = rest(usable, parsed["client_cpus"]) if not problems else None
+            else:
+                parsed[name] = parse_cpu_list(value, name)
         except ValueError as exc:
             problems.append(str(exc))
             parsed[name] = None

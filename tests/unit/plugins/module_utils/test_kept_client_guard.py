@@ -1,7 +1,5 @@
-"""A module interrupted while it starts its kept client still stops that client (module_utils/fleetopt_kept_client.py).
-
-The test that found it: ansible-test units in a fresh-clone CI run, where the host was loaded enough that a SIGTERM sent
-as soon as the client's process showed reached the module before it had noted the client's pid."""
+"""A module interrupted while it starts its kept client still stops that client (module_utils/fleetopt_kept_client.py):
+a SIGTERM can arrive after the client's process exists and before the module has noted its pid."""
 import os
 import signal
 import subprocess

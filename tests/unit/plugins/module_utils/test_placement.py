@@ -80,6 +80,7 @@ def test_the_rest_is_what_a_client_list_leaves():
 @pytest.mark.parametrize("server, client, usable, words", [
     ("rest", "last", [0], "'rest' leaves no CPU for the server: client_cpus takes every CPU this host has (0)"),
     ("rest", None, [0, 1], "'rest' means the CPUs client_cpus leaves, and client_cpus is not set"),
+    ("rest", "  ", [0, 1], "'rest' means the CPUs client_cpus leaves, and client_cpus is not set"),
     ("last", None, [0, 1], "server_cpus: 'last' is not a CPU number"),
     (None, "rest", [0, 1], "client_cpus: 'rest' is not a CPU number"),
 ])
@@ -87,6 +88,12 @@ def test_a_keyword_that_cannot_place_is_refused_by_name(server, client, usable, 
     with pytest.raises(ValueError) as failure:
         check(server, client, usable=usable)
     assert words in str(failure.value)
+
+
+def test_a_rest_beside_a_client_list_that_does_not_parse_names_the_client_list_alone():
+    with pytest.raises(ValueError) as failure:
+        check("rest", "x", usable=[0, 1])
+    assert str(failure.value).startswith("client_cpus: 'x' is not a CPU number") and "server_cpus" not in str(failure.value)
 
 
 def test_the_host_check_defaults_to_what_this_process_may_use():
