@@ -8,7 +8,9 @@ the phase that took longest, how late readiness was noticed, the benchmark's cli
 measured, and the stop: SIGTERM until every process of the server's session was gone and GPU memory was
 back. Then the totals and these figures: readiness noticed after the ready line was written (max);
 stop to memory released, per variant; warm start against cold start of the same variant; the A/A's
-resolves_pct (summary.json); the client overhead (tests/benchmarks/benchmark_cost.py's definition).
+resolves_pct (summary.json); the client overhead (tests/benchmarks/benchmark_cost.py's definition); where
+each launch ran, when the campaign places the server and the client (campaign_server_cpus, campaign_client_cpus):
+the CPUs asked for the server, those each process of its session was allowed, and those of every client run.
 """
 import argparse
 import calendar
@@ -54,6 +56,19 @@ def stop_figures(cell):
     return text, stop.get("elapsed_s") if stop.get("complete") else None
 
 
+def placement_text(cell):
+    """The server's CPUs asked for, the distinct CPU lists its processes were allowed, the client's; None unplaced."""
+    placement = (cell.get("launch") or {}).get("placement") or {}
+    runs = cell.get("levels") or []
+    client = sorted({run.get("client_cpus") for run in runs if run.get("client_cpus")})
+    if not placement.get("requested") and not client:
+        return None
+    processes = placement.get("processes") or []
+    allowed = sorted({p.get("cpus") for p in processes if p.get("cpus")})
+    return "server asked %s, its %d processes allowed %s; client runs allowed %s" % (
+        placement.get("requested"), len(processes), " / ".join(allowed) or "-", " / ".join(client) or "-")
+
+
 def fmt(value, pattern="%.1f"):
     return "-" if value is None else pattern % value
 
@@ -67,7 +82,7 @@ def main():
     print("%-28s %-9s %8s %-16s %-28s %8s %8s %8s %s" % (
         "cell", "status", "start s", "caches", "longest phase", "ready+s", "client s", "measured", "stop"))
     totals = {"start-up": 0.0, "benchmark client": 0.0, "stop": 0.0}
-    stops, starts, noticed = {}, {}, []
+    stops, starts, noticed, placed = {}, {}, [], []
     for cell in rows:
         startup = cell.get("startup") or {}
         bench = cell.get("benchmark") or {}
@@ -76,6 +91,8 @@ def main():
             "%s.%s" % (cell["variant"], cell.get("launch_number")), cell.get("status"), fmt(startup.get("startup_s")),
             start_kind(cell), longest_phase(startup.get("phases")), fmt(startup.get("ready_noticed_after_s"), "%.3f"),
             fmt(bench.get("client_wall_s")), fmt(bench.get("measured_s")), stop_text))
+        if placement_text(cell):
+            placed.append("%s.%s: %s" % (cell["variant"], cell.get("launch_number"), placement_text(cell)))
         totals["start-up"] += startup.get("startup_s") or 0.0
         totals["benchmark client"] += bench.get("client_wall_s") or 0.0
         totals["stop"] += stop_s or 0.0
@@ -86,6 +103,8 @@ def main():
         if startup.get("status") == "ready" and start_kind(cell) != "-":
             starts.setdefault(cell["variant"], []).append((start_kind(cell) == "cold", startup["startup_s"]))
     print()
+    for line in placed:
+        print("placement " + line)
     if rows and args.play_started:
         last = max(calendar.timegm(time.strptime(c["measured_at"], "%Y-%m-%dT%H:%M:%SZ")) for c in rows)
         wall = last - args.play_started
