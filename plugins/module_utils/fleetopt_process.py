@@ -95,6 +95,43 @@ def session_pids(sid):
     return found
 
 
+def session_schedstat(pid):
+    """Every thread of the session that process `pid` belongs to: {(pid, tid): (cpu_ns, runqueue_wait_ns)}.
+
+    From /proc/<pid>/task/<tid>/schedstat: the time each thread ran and the time it was ready to run but waited
+    for a CPU. A server's work is spread over processes that leave its process tree (SGLang's schedulers), so its
+    whole session is read. Empty when the process is gone or the kernel keeps no schedstat.
+    """
+    stat = proc_stat(pid)
+    if stat is None:
+        return {}
+    found = {}
+    for member in session_pids(stat[3]):
+        try:
+            tids = os.listdir("/proc/%d/task" % member)
+        except (IOError, OSError):
+            continue
+        for tid in tids:
+            fields = (_read("/proc/%d/task/%s/schedstat" % (member, tid)) or "").split()
+            if len(fields) >= 2 and tid.isdigit():
+                found[(member, int(tid))] = (int(fields[0]), int(fields[1]))
+    return found
+
+
+def schedstat_delta(before, after):
+    """{cpu_s, runqueue_wait_s, threads} spent between two session_schedstat readings, over the threads of the
+    second (a thread started since the first counts from zero; one that ended before the second is not counted).
+    None when the second found no thread."""
+    if not after:
+        return None
+    cpu = wait = 0
+    for key, (cpu_ns, wait_ns) in after.items():
+        was_cpu, was_wait = before.get(key, (0, 0))
+        cpu += max(cpu_ns - was_cpu, 0)
+        wait += max(wait_ns - was_wait, 0)
+    return {"cpu_s": cpu / 1e9, "runqueue_wait_s": wait / 1e9, "threads": len(after)}
+
+
 def _listening_inodes(port):
     inodes = set()
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):

@@ -151,7 +151,7 @@ options:
     description: Prefix of the raw result files (usually the cell's name). Required with O(state=measured).
     type: str
   server_pid:
-    description: PID (session id) of the server, watched during the run.
+    description: PID of the server, watched during each run; the CPU time of its session is read around each run.
     type: int
   level_timeout:
     description: Seconds one run may take before it is stopped and marked failed.
@@ -325,6 +325,11 @@ levels:
       run that lost CPU this way is slower for a reason no variant caused.
     - C(client_cpus) is the C(Cpus_allowed_list) of the client process that made the run, read from
       C(/proc/<pid>/status) (O(cpus) when set; null if the client was gone before it could be read).
+    - C(server_cpu_s) is the CPU time that every thread of the server's session (every process it started) spent
+      while the run lasted, and C(server_runqueue_wait_s) the time those threads were ready to run but waited for a
+      CPU (both from C(/proc/<pid>/task/<tid>/schedstat); null without O(server_pid) or where the kernel keeps no
+      schedstat). A launch that serves fewer tokens per CPU second runs slower code; one whose threads wait longer
+      for a CPU shares it with something else.
     - C(warmups) is the number of warm-up requests sent right before the run's measured ones. With
       O(warmup_output_len), C(warmup_run) is the short run that sent them (C(status), C(reason), C(num_prompts),
       C(output_len), C(seed), C(duration_s), C(client_run_s), C(measured_s), C(client_started), C(result_file)).
@@ -334,7 +339,7 @@ levels:
   sample: [{"concurrency": 4, "trial": 1, "status": "ok", "reason": null, "duration_s": 7.9, "client_started": false,
             "client_cpus": "1",
             "client_run_s": 7.8, "client_cpu_s": 2.1, "client_cpu_share": 0.27, "client_bound": false,
-            "host_steal_share": 0.012,
+            "host_steal_share": 0.012, "server_cpu_s": 9.6, "server_runqueue_wait_s": 0.4,
             "metrics": {"output_throughput": 2210.4, "total_throughput": 4420.8, "mean_ttft_ms": 12.1, "p99_ttft_ms": 30.2,
                         "mean_itl_ms": 1.6, "board_power_w": 702.5, "output_tokens_per_joule": 3.1465},
             "power": {"status": "ok", "samples": 39, "gpu_mean_w": {"0": 702.5}, "board_power_w": 702.5,
@@ -438,7 +443,8 @@ from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engines
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_kept_client import ClientGuard, KeptClient
 from ansible_collections.fleetopt.campaign.plugins.module_utils import fleetopt_placement
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_power import PowerSampler
-from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_process import pid_alive, session_pids
+from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_process import (
+    pid_alive, schedstat_delta, session_pids, session_schedstat)
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_supervisor import read_json, write_lease
 from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_warmup import WARMUP_SEED_OFFSET, warmup_record, why_warmup_stops
 
@@ -581,13 +587,17 @@ def measure_run(module, guard, adapter, env, ident, num_prompts, seed, warmups=0
         warmups=warmups,
     ) + adapter.goodput_args(p["slo"])
     started = time.time()
+    server_before = session_schedstat(p["server_pid"]) if p["server_pid"] else {}
     code, died, timed_out, answer = run_client(guard, p, argv, env, output_path)
+    server_cpu = schedstat_delta(server_before, session_schedstat(p["server_pid"]) if p["server_pid"] else {})
     level = dict(ident)
     level.update({
         "num_prompts": num_prompts, "warmups": warmups,
         "duration_s": round(time.time() - started, 3), "result_file": result_path,
         "status": "failed", "reason": None, "metrics": None,
         "client_started": guard.client.started_now, "client_cpus": guard.client.cpus_seen,
+        "server_cpu_s": round(server_cpu["cpu_s"], 3) if server_cpu else None,
+        "server_runqueue_wait_s": round(server_cpu["runqueue_wait_s"], 3) if server_cpu else None,
     })
     guard.client.started_now = False
     if answer:

@@ -607,3 +607,24 @@ def test_a_server_that_completed_a_short_warm_up_has_served_whatever_its_trial_d
     nothing = bench(scripted_python(failing_trials(tmp_path, [None]), name="p2"), tmp_path, concurrency=[2],
                     warmup_output_len=8, name="nothing")
     assert nothing["served_concurrency"] == 0, "a server that completed no run has served nothing"
+
+
+def test_each_run_records_the_cpu_the_servers_session_spent_and_waited_for(scripted_python, tmp_path):
+    # A server whose session burns CPU in a child process the whole time, and one that only sleeps.
+    busy_server = subprocess.Popen([sys.executable, "-c", "import subprocess, sys; subprocess.run([sys.executable, '-c', "
+                                    "'while True: pass'])"], start_new_session=True)
+    idle_server = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    try:
+        python = scripted_python({"lines": [[1.0, "bench"]], "client_result": RESULT, "exit_code": 0})
+        busy = bench(python, tmp_path, runs=[[1, 1]], name="busy", server_pid=busy_server.pid)["levels"][0]
+        idle = bench(python, tmp_path, runs=[[1, 1]], name="idle", server_pid=idle_server.pid)["levels"][0]
+    finally:
+        for server in (busy_server, idle_server):
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()
+    assert busy["status"] == idle["status"] == "ok"
+    # Over a run of at least 1 s the busy session's child ran, or waited for a CPU, most of the time.
+    assert busy["server_cpu_s"] + busy["server_runqueue_wait_s"] >= 0.8 * busy["client_run_s"], busy
+    assert idle["server_cpu_s"] < 0.1, idle
+    no_server = bench(python, tmp_path, runs=[[1, 1]], name="none")["levels"][0]
+    assert no_server["server_cpu_s"] is None and no_server["server_runqueue_wait_s"] is None
