@@ -19,6 +19,13 @@ took from the runs explains their speed: each trial's deviation from its variant
 level against its steal (Spearman's rank correlation, scipy), and the mean deviation of the runs
 that lost 5 % or more against the others.
 
+And where the runs recorded the server's own CPU (`server_cpu_s`, `server_runqueue_wait_s`), what differs between
+a fast and a slow launch of one configuration: for each launch, its mean throughput, the server's CPU milliseconds
+per output token and the share of the run its threads waited for a CPU, each as a deviation from the mean of its
+variant's launches at that level; then Spearman's rank correlation of the throughput's deviation with each. A slow
+launch that spends more CPU per token runs slower code (where its memory or threads landed); one whose threads
+waited longer shared its CPU with something else.
+
     .venv/bin/python tests/benchmarks/variance_components.py results/<campaign-id> [--metric output_throughput]
 """
 import argparse
@@ -76,6 +83,45 @@ def print_steal(pairs, threshold=0.05):
               fmt(float(hit.mean())) if len(hit) else "-", fmt(float(deviation[steal < threshold].mean()))))
 
 
+def server_cpu_by_launch(runs):
+    """{(host, variant, concurrency): {launch: [(value, CPU ms per output token, runqueue wait share), ...]}} over
+    those of ok_runs() that recorded the server's CPU."""
+    found = {}
+    for cell, level, value in runs:
+        metrics = level.get("metrics") or {}
+        tokens = (metrics.get("output_throughput") or 0) * (metrics.get("duration_s") or 0)
+        if level.get("server_cpu_s") is None or not tokens or not level.get("client_run_s"):
+            continue
+        key = (cell.get("host"), cell["variant"], level.get("concurrency"))
+        found.setdefault(key, {}).setdefault(cell.get("launch_number") or 1, []).append(
+            (value, level["server_cpu_s"] / tokens * 1000, level["server_runqueue_wait_s"] / level["client_run_s"]))
+    return found
+
+
+def print_server_cpu(found):
+    """Each launch's throughput, CPU per token and wait share against its configuration's launches, then the
+    correlations over every launch of the campaign."""
+    deviations = []
+    for key, launches in sorted(found.items(), key=lambda kv: tuple(map(str, kv[0]))):
+        if len(launches) < 2:
+            continue
+        means = {n: np.mean(np.array(rows), axis=0) for n, rows in launches.items()}
+        centre = np.mean(list(means.values()), axis=0)
+        for number, (value, cpu_ms, wait) in sorted(means.items()):
+            deviation = (np.array([value, cpu_ms, wait]) / centre - 1) * 100
+            deviations.append(deviation)
+            print("%s %s c=%s L%d: %.1f (%s %%), server CPU %.3f ms/token (%s %%), waited %.1f %% of the run" % (
+                key[0], key[1], key[2], number, value, fmt(deviation[0]), cpu_ms, fmt(deviation[1]), wait * 100))
+    if len(deviations) < 3:
+        print("server CPU: recorded by %d launches of configurations launched twice or more, too few" % len(deviations))
+        return
+    deviations = np.array(deviations)
+    for column, name in ((1, "CPU per token"), (2, "runqueue wait share")):
+        rho, p_value = stats.spearmanr(deviations[:, 0], deviations[:, column])
+        print("launch throughput against its %s: Spearman rho %.2f (p %.3f) over %d launches" % (
+            name, rho, p_value, len(deviations)))
+
+
 def cv_pct(values):
     values = np.asarray(values, dtype=float)
     if len(values) < 2 or values.mean() == 0:
@@ -123,6 +169,7 @@ def main():
     print("campaign means: within %s, between %s, first trial %s" % tuple(
         fmt(float(np.mean(totals[k])) if totals[k] else None) for k in ("within", "between", "first_trial")))
     print_steal(steal_and_speed(measured))
+    print_server_cpu(server_cpu_by_launch(measured))
 
 
 if __name__ == "__main__":
