@@ -136,7 +136,8 @@ def _shell_quote(text):
 
 def module_documentation(module):
     """A module's DOCUMENTATION as ansible-doc shows it: its options with those of the doc fragments it
-    extends (plugins/doc_fragments; a fragment `name.var` is the fragment's VAR text), its own winning."""
+    extends (plugins/doc_fragments; a fragment `name.var` is the fragment's VAR text), its own keys of an option
+    winning over the fragment's, as Ansible merges them (an option's `required: true` keeps its description)."""
     import importlib
     import yaml
     doc = yaml.safe_load(module.DOCUMENTATION)
@@ -146,6 +147,7 @@ def module_documentation(module):
         name, _, var = slug[len("fleetopt.campaign."):].partition(".")
         fragment = importlib.import_module("ansible_collections.fleetopt.campaign.plugins.doc_fragments." + name)
         options.update(yaml.safe_load(getattr(fragment.ModuleDocFragment, (var or "documentation").upper()))["options"])
-    options.update(doc.get("options") or {})
+    for name, own in (doc.get("options") or {}).items():
+        options[name] = dict(options.get(name) or {}, **own)
     doc["options"] = options
     return doc

@@ -63,15 +63,3 @@ options:
     type: str
     choices: [sglang, vllm]
 """
-
-    # ENGINE, for the modules that cannot do without it.
-    ENGINE_REQUIRED = r"""
-options:
-  engine:
-    description:
-      - Engine adapter - how to launch the engine, read it and benchmark it with its own client.
-      - The choices are the adapters registered in C(plugins/module_utils/fleetopt_engines.py).
-    type: str
-    choices: [sglang, vllm]
-    required: true
-"""

@@ -15,7 +15,8 @@ from ansible_collections.fleetopt.campaign.plugins.module_utils.fleetopt_engines
 
 
 def engine_argument_spec(required=False):
-    """`engine`, one of the registered adapters (fragment fleetopt_common.engine, or .engine_required)."""
+    """`engine`, one of the registered adapters (fragment fleetopt_common.engine; a module that requires it
+    says so in its own options)."""
     spec = dict(type="str", choices=sorted(ADAPTERS))
     if required:
         spec["required"] = True

@@ -36,8 +36,11 @@ version_added: "0.1.0"
 author: fleetopt contributors (@fleetopt)
 extends_documentation_fragment:
   - fleetopt.campaign.fleetopt_common
-  - fleetopt.campaign.fleetopt_common.engine_required
+  - fleetopt.campaign.fleetopt_common.engine
 options:
+  # The fragment documents engine; this module cannot do without it.
+  engine:
+    required: true
   base_url:
     description: Server URL, e.g. C(http://127.0.0.1:8700). Required with O(state=measured).
     type: str

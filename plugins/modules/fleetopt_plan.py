@@ -22,8 +22,11 @@ description:
 version_added: "0.1.0"
 author: fleetopt contributors (@fleetopt)
 extends_documentation_fragment:
-  - fleetopt.campaign.fleetopt_common.engine_required
+  - fleetopt.campaign.fleetopt_common.engine
 options:
+  # The fragment documents engine; this module cannot do without it.
+  engine:
+    required: true
   python:
     description: Interpreter of the engine's virtual environment.
     type: path

@@ -36,19 +36,23 @@ def test_modules_document_engine_only_through_the_fragment_that_lists_the_regist
     """No module writes its own list of engines: `engine` comes from the doc fragment fleetopt_common."""
     module = load_module(name)
     own = yaml.safe_load(module.DOCUMENTATION)
-    assert "engine" not in own["options"]
-    assert set(own["extends_documentation_fragment"]) & {
-        "fleetopt.campaign.fleetopt_common.engine", "fleetopt.campaign.fleetopt_common.engine_required"}
+    assert set((own["options"].get("engine") or {})) <= {"required"}
+    assert "fleetopt.campaign.fleetopt_common.engine" in own["extends_documentation_fragment"]
     assert sorted(module_documentation(module)["options"]["engine"]["choices"]) == ENGINES
 
 
-def test_the_fragments_engine_texts_list_the_registered_engines_and_differ_only_in_required():
-    """The fragment's texts are static (ansible-test reads them without running the file): checked here."""
+@pytest.mark.parametrize("name", MODULES_WITH_ENGINE)
+def test_engine_is_documented_as_required_where_the_argument_spec_requires_it(name):
+    module = load_module(name)
+    documented = module_documentation(module)["options"]["engine"]
+    assert documented.get("required", False) == module.module_args()["engine"].get("required", False)
+    assert documented["description"] and documented["type"] == "str"
+
+
+def test_the_fragments_engine_text_lists_the_registered_engines():
+    """The fragment's text is static (ansible-test reads it without running the file): checked here."""
     fragment = importlib.import_module("ansible_collections.fleetopt.campaign.plugins.doc_fragments.fleetopt_common")
-    optional = yaml.safe_load(fragment.ModuleDocFragment.ENGINE)["options"]["engine"]
-    required = yaml.safe_load(fragment.ModuleDocFragment.ENGINE_REQUIRED)["options"]["engine"]
-    assert optional["choices"] == ENGINES
-    assert required == dict(optional, required=True)
+    assert yaml.safe_load(fragment.ModuleDocFragment.ENGINE)["options"]["engine"]["choices"] == ENGINES
 
 
 @pytest.mark.parametrize("name", MODULES_WITH_ENGINE)
