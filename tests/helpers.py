@@ -96,6 +96,15 @@ def run_local_playbook(playbook, timeout=300):
     return proc.returncode, proc.stdout
 
 
+
+def render_cells(playbook, folder):
+    """Run `playbook`, the text of a play of stand-in launches whose tasks write their cells with
+    tests/playbooks/write_cell.yml (`%(root)s` the project, `%(out)s` the folder), from `folder`; returns
+    run_local_playbook's (exit code, output), the cells being in `folder`."""
+    path = pathlib.Path(folder) / "cells.yml"
+    path.write_text(playbook % {"root": ROOT, "out": folder})
+    return run_local_playbook(path)
+
 # The engines' client modules that a scripted interpreter answers with tests/scripted_process.py.
 CLIENT_MODULES = ("vllm.entrypoints.cli.main", "vllm.entrypoints.cli.benchmark.main", "vllm.entrypoints.cli.serve",
                   "vllm.benchmarks.serve", "sglang.bench_serving", "sglang.benchmark.serving")

@@ -2,19 +2,14 @@
 real tasks (a skipped task's result included): the status comes from fleetopt_cell_outcome."""
 import json
 
-from helpers import ROOT, run_local_playbook
+from helpers import render_cells
 
 PLAYBOOK = """
 - name: Render cells
   hosts: localhost
   gather_facts: false
-  vars_files: ["%(root)s/roles/campaign/defaults/main.yml"]
+  vars_files: ["%(root)s/roles/campaign/defaults/main.yml", "%(root)s/tests/playbooks/cell_vars.yml"]
   vars:
-    campaign_id: c1
-    campaign_model_path: /models/tiny
-    _campaign_cell_key: k1
-    _campaign_design: {}
-    _campaign_patches: []
     _campaign_slo: {p99_ttft_ms: 1000.0}
     _campaign_plan: {engine_version: "0.1.0", host: {}, model_info: {}, stack: {}}
     _campaign_variant: {id: baseline, title: Baseline, tier: 0, order: 0, launch_number: 1, launches: 1,
@@ -36,26 +31,20 @@ PLAYBOOK = """
         _campaign_bench: {changed: true, levels: [{concurrency: 1}], client: [python, -m, bench], warmup_s: 7.5,
                           warmup: [{concurrency: 1, settled: true, stopped_by: settled, runs: [{warmup_run: 1}]}]}
     - name: Write the measured cell
-      ansible.builtin.copy:
-        content: "{{ lookup('ansible.builtin.template', '%(root)s/roles/campaign/templates/cell.json.j2') }}"
-        dest: "%(out)s/ok.json"
-        mode: "0644"
+      ansible.builtin.include_tasks: %(root)s/tests/playbooks/write_cell.yml
+      vars: {cell_dest: "%(out)s/ok.json"}
     - name: Stand in for a benchmark under which the server died
       ansible.builtin.set_fact:
         _campaign_bench: {changed: true, levels: [], server_died: true}
         _campaign_post_mortem: {changed: true, server: {exit_code: -9, failure: {failure_class: cuda_oom}}}
     - name: Write the crashed cell
-      ansible.builtin.copy:
-        content: "{{ lookup('ansible.builtin.template', '%(root)s/roles/campaign/templates/cell.json.j2') }}"
-        dest: "%(out)s/crashed.json"
-        mode: "0644"
+      ansible.builtin.include_tasks: %(root)s/tests/playbooks/write_cell.yml
+      vars: {cell_dest: "%(out)s/crashed.json"}
 """
 
 
 def test_the_cell_template_takes_status_reason_and_failure_from_the_filter(tmp_path):
-    playbook = tmp_path / "cells.yml"
-    playbook.write_text(PLAYBOOK % {"root": ROOT, "out": tmp_path})
-    rc, output = run_local_playbook(playbook)
+    rc, output = render_cells(PLAYBOOK, tmp_path)
     assert rc == 0, output
     ok = json.loads((tmp_path / "ok.json").read_text())
     assert (ok["status"], ok["reason"], ok["failure"], ok["host_lost"]) == ("ok", None, None, False)

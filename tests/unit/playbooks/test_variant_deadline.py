@@ -8,7 +8,7 @@ import yaml
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 
-from helpers import ROOT, run_local_playbook
+from helpers import ROOT, render_cells
 
 TASKS = ROOT / "roles" / "campaign" / "tasks"
 
@@ -42,14 +42,9 @@ CELLS = """
 - name: Render the cells of a launch that ran out of time and of one that was never launched
   hosts: localhost
   gather_facts: false
-  vars_files: ["%(root)s/roles/campaign/defaults/main.yml"]
+  vars_files: ["%(root)s/roles/campaign/defaults/main.yml", "%(root)s/tests/playbooks/cell_vars.yml"]
   vars:
-    campaign_id: c1
-    campaign_model_path: /models/tiny
     campaign_startup_timeout: 420
-    _campaign_cell_key: k1
-    _campaign_design: {}
-    _campaign_patches: []
     _campaign_plan: {engine_version: "0.5.16", host: {}, model_info: {}, stack: {}}
     _campaign_bench: {skipped: true, changed: false}
     _campaign_post_mortem: {skipped: true, changed: false}
@@ -63,10 +58,8 @@ CELLS = """
                            msg: "sglang not ready after 900 s (last phase: cuda_graph); stopped it",
                            server: {status: timeout, startup_s: 900.2, phase: cuda_graph}}
     - name: Write the timed-out cell
-      ansible.builtin.copy:
-        content: "{{ lookup('ansible.builtin.template', '%(root)s/roles/campaign/templates/cell.json.j2') }}"
-        dest: "%(out)s/timeout.json"
-        mode: "0644"
+      ansible.builtin.include_tasks: %(root)s/tests/playbooks/write_cell.yml
+      vars: {cell_dest: "%(out)s/timeout.json"}
     - name: Stand in for a variant this host cannot run
       ansible.builtin.set_fact:
         _campaign_variant: {id: tp2, title: TP2, tier: 1, order: 3, launch_number: 1, launches: 1, applicable: false,
@@ -74,17 +67,13 @@ CELLS = """
                             startup_timeout: 420.0, startup_timeout_from: campaign_startup_timeout}
         _campaign_server: {skipped: true, changed: false}
     - name: Write the not-applicable cell
-      ansible.builtin.copy:
-        content: "{{ lookup('ansible.builtin.template', '%(root)s/roles/campaign/templates/cell.json.j2') }}"
-        dest: "%(out)s/not_applicable.json"
-        mode: "0644"
+      ansible.builtin.include_tasks: %(root)s/tests/playbooks/write_cell.yml
+      vars: {cell_dest: "%(out)s/not_applicable.json"}
 """
 
 
 def test_a_cell_records_the_deadline_its_launch_had_and_a_timeouts_reason_names_it(tmp_path):
-    playbook = tmp_path / "cells.yml"
-    playbook.write_text(CELLS % {"root": ROOT, "out": tmp_path})
-    rc, output = run_local_playbook(playbook)
+    rc, output = render_cells(CELLS, tmp_path)
     assert rc == 0, output[-6000:]
     timed_out = json.loads((tmp_path / "timeout.json").read_text())
     assert timed_out["status"] == "timeout"
