@@ -21,10 +21,13 @@ that lost 5 % or more against the others.
 
 And where the runs recorded the server's own CPU (`server_cpu_s`, `server_runqueue_wait_s`), what differs between
 a fast and a slow launch of one configuration: for each launch, its mean throughput, the server's CPU milliseconds
-per output token and the share of the run its threads waited for a CPU, each as a deviation from the mean of its
-variant's launches at that level; then Spearman's rank correlation of the throughput's deviation with each. A slow
-launch that spends more CPU per token runs slower code (where its memory or threads landed); one whose threads
-waited longer shared its CPU with something else.
+per output token, how many CPUs its session kept busy (of those its placement allowed) and the share of the run its
+threads waited for a CPU, each as a deviation from the mean of its variant's launches at that level; then
+Spearman's rank correlation of the throughput's deviation with each. Where the server kept every CPU it was allowed
+busy, its CPU per token is the inverse of its throughput and adds nothing: the slow launch had the same CPU time and
+made fewer tokens of it, from slower code or a slower CPU, which schedstat cannot tell apart. Where it had CPUs to
+spare, a slow launch that spent more CPU per token ran more or slower code, and one whose threads waited longer
+shared its CPUs with something else.
 
     .venv/bin/python tests/benchmarks/variance_components.py results/<campaign-id> [--metric output_throughput]
 """
@@ -83,35 +86,53 @@ def print_steal(pairs, threshold=0.05):
               fmt(float(hit.mean())) if len(hit) else "-", fmt(float(deviation[steal < threshold].mean()))))
 
 
+def cpu_count(cpu_list):
+    """How many CPUs a Cpus_allowed_list such as "0-14,16" names; None without one."""
+    if not cpu_list:
+        return None
+    count = 0
+    for part in str(cpu_list).split(","):
+        low, _, high = part.strip().partition("-")
+        count += int(high or low) - int(low) + 1
+    return count
+
+
 def server_cpu_by_launch(runs):
-    """{(host, variant, concurrency): {launch: [(value, CPU ms per output token, runqueue wait share), ...]}} over
-    those of ok_runs() that recorded the server's CPU."""
-    found = {}
+    """{(host, variant, concurrency): {launch: [(value, CPU ms per output token, CPUs busy, runqueue wait share),
+    ...]}} over those of ok_runs() that recorded the server's CPU, and {(host, variant, concurrency): CPUs the
+    server's placement allowed (None unplaced)}."""
+    found, allowed = {}, {}
     for cell, level, value in runs:
         metrics = level.get("metrics") or {}
         tokens = (metrics.get("output_throughput") or 0) * (metrics.get("duration_s") or 0)
-        if level.get("server_cpu_s") is None or not tokens or not level.get("client_run_s"):
+        run_s = level.get("client_run_s")
+        if level.get("server_cpu_s") is None or not tokens or not run_s:
             continue
         key = (cell.get("host"), cell["variant"], level.get("concurrency"))
+        allowed[key] = cpu_count(((cell.get("launch") or {}).get("placement") or {}).get("server"))
         found.setdefault(key, {}).setdefault(cell.get("launch_number") or 1, []).append(
-            (value, level["server_cpu_s"] / tokens * 1000, level["server_runqueue_wait_s"] / level["client_run_s"]))
-    return found
+            (value, level["server_cpu_s"] / tokens * 1000, level["server_cpu_s"] / run_s,
+             level["server_runqueue_wait_s"] / run_s))
+    return found, allowed
 
 
-def print_server_cpu(found):
-    """Each launch's throughput, CPU per token and wait share against its configuration's launches, then the
-    correlations over every launch of the campaign."""
-    deviations = []
+def print_server_cpu(found, allowed, saturated_share=0.9):
+    """Each launch's throughput, CPU per token, CPUs busy and wait share against its configuration's launches, then
+    the correlations over every launch of the campaign, and how many launches kept every CPU they were allowed busy
+    (`saturated_share` of them or more), for which CPU per token is only the inverse of throughput."""
+    deviations, saturated = [], 0
     for key, launches in sorted(found.items(), key=lambda kv: tuple(map(str, kv[0]))):
         if len(launches) < 2:
             continue
         means = {n: np.mean(np.array(rows), axis=0) for n, rows in launches.items()}
         centre = np.mean(list(means.values()), axis=0)
-        for number, (value, cpu_ms, wait) in sorted(means.items()):
-            deviation = (np.array([value, cpu_ms, wait]) / centre - 1) * 100
+        for number, (value, cpu_ms, busy, wait) in sorted(means.items()):
+            deviation = (np.array([value, cpu_ms, wait]) / centre[[0, 1, 3]] - 1) * 100
             deviations.append(deviation)
-            print("%s %s c=%s L%d: %.1f (%s %%), server CPU %.3f ms/token (%s %%), waited %.1f %% of the run" % (
-                key[0], key[1], key[2], number, value, fmt(deviation[0]), cpu_ms, fmt(deviation[1]), wait * 100))
+            saturated += bool(allowed.get(key) and busy >= saturated_share * allowed[key])
+            print("%s %s c=%s L%d: %.1f (%s %%), server CPU %.3f ms/token (%s %%), %.2f CPUs busy of %s, waited "
+                  "%.1f %% of the run" % (key[0], key[1], key[2], number, value, fmt(deviation[0]), cpu_ms,
+                                          fmt(deviation[1]), busy, allowed.get(key) or "any", wait * 100))
     if len(deviations) < 3:
         print("server CPU: recorded by %d launches of configurations launched twice or more, too few" % len(deviations))
         return
@@ -120,6 +141,9 @@ def print_server_cpu(found):
         rho, p_value = stats.spearmanr(deviations[:, 0], deviations[:, column])
         print("launch throughput against its %s: Spearman rho %.2f (p %.3f) over %d launches" % (
             name, rho, p_value, len(deviations)))
+    print("launches whose server kept at least %d %% of its allowed CPUs busy: %d of %d (for those, CPU per token "
+          "is the inverse of throughput: the same CPU time, fewer tokens)"
+          % (saturated_share * 100, saturated, len(deviations)))
 
 
 def cv_pct(values):
@@ -169,7 +193,7 @@ def main():
     print("campaign means: within %s, between %s, first trial %s" % tuple(
         fmt(float(np.mean(totals[k])) if totals[k] else None) for k in ("within", "between", "first_trial")))
     print_steal(steal_and_speed(measured))
-    print_server_cpu(server_cpu_by_launch(measured))
+    print_server_cpu(*server_cpu_by_launch(measured))
 
 
 if __name__ == "__main__":
