@@ -320,8 +320,9 @@ levels:
     - C(server_cpu_s) is the CPU time that every thread of the server's session (every process it started) spent
       while the run lasted, and C(server_runqueue_wait_s) the time those threads were ready to run but waited for a
       CPU (both from C(/proc/<pid>/task/<tid>/schedstat); null without O(server_pid) or where the kernel keeps no
-      schedstat). A launch that serves fewer tokens per CPU second runs slower code; one whose threads wait longer
-      for a CPU shares it with something else.
+      schedstat). Where the server keeps every CPU it is allowed busy, its CPU time only follows the run's length;
+      where it has CPUs to spare, a launch that spends more CPU per token runs more or slower code, and one whose
+      threads wait longer for a CPU shares it with something else.
     - C(warmups) is the number of warm-up requests sent right before the run's measured ones. With
       O(warmup_output_len), C(warmup_run) is the short run that sent them (C(status), C(reason), C(num_prompts),
       C(output_len), C(seed), C(duration_s), C(client_run_s), C(measured_s), C(client_started), C(result_file)).
