@@ -99,7 +99,7 @@ def run_local_playbook(playbook, timeout=300):
 
 def render_cells(playbook, folder):
     """Run `playbook`, the text of a play of stand-in launches whose tasks write their cells with
-    tests/playbooks/write_cell.yml (`%(root)s` the project, `%(out)s` the folder), from `folder`; returns
+    tests/playbooks/tasks/write_cell.yml (`%(root)s` the project, `%(out)s` the folder), from `folder`; returns
     run_local_playbook's (exit code, output), the cells being in `folder`."""
     path = pathlib.Path(folder) / "cells.yml"
     path.write_text(playbook % {"root": ROOT, "out": folder})

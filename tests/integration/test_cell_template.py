@@ -8,7 +8,7 @@ PLAYBOOK = """
 - name: Render cells
   hosts: localhost
   gather_facts: false
-  vars_files: ["%(root)s/roles/campaign/defaults/main.yml", "%(root)s/tests/playbooks/cell_vars.yml"]
+  vars_files: ["%(root)s/roles/campaign/defaults/main.yml", "%(root)s/tests/playbooks/vars/cell_vars.yml"]
   vars:
     _campaign_slo: {p99_ttft_ms: 1000.0}
     _campaign_plan: {engine_version: "0.1.0", host: {}, model_info: {}, stack: {}}
@@ -31,14 +31,14 @@ PLAYBOOK = """
         _campaign_bench: {changed: true, levels: [{concurrency: 1}], client: [python, -m, bench], warmup_s: 7.5,
                           warmup: [{concurrency: 1, settled: true, stopped_by: settled, runs: [{warmup_run: 1}]}]}
     - name: Write the measured cell
-      ansible.builtin.include_tasks: %(root)s/tests/playbooks/write_cell.yml
+      ansible.builtin.include_tasks: %(root)s/tests/playbooks/tasks/write_cell.yml
       vars: {cell_dest: "%(out)s/ok.json"}
     - name: Stand in for a benchmark under which the server died
       ansible.builtin.set_fact:
         _campaign_bench: {changed: true, levels: [], server_died: true}
         _campaign_post_mortem: {changed: true, server: {exit_code: -9, failure: {failure_class: cuda_oom}}}
     - name: Write the crashed cell
-      ansible.builtin.include_tasks: %(root)s/tests/playbooks/write_cell.yml
+      ansible.builtin.include_tasks: %(root)s/tests/playbooks/tasks/write_cell.yml
       vars: {cell_dest: "%(out)s/crashed.json"}
 """
 

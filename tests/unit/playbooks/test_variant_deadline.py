@@ -42,7 +42,7 @@ CELLS = """
 - name: Render the cells of a launch that ran out of time and of one that was never launched
   hosts: localhost
   gather_facts: false
-  vars_files: ["%(root)s/roles/campaign/defaults/main.yml", "%(root)s/tests/playbooks/cell_vars.yml"]
+  vars_files: ["%(root)s/roles/campaign/defaults/main.yml", "%(root)s/tests/playbooks/vars/cell_vars.yml"]
   vars:
     campaign_startup_timeout: 420
     _campaign_plan: {engine_version: "0.5.16", host: {}, model_info: {}, stack: {}}
@@ -58,7 +58,7 @@ CELLS = """
                            msg: "sglang not ready after 900 s (last phase: cuda_graph); stopped it",
                            server: {status: timeout, startup_s: 900.2, phase: cuda_graph}}
     - name: Write the timed-out cell
-      ansible.builtin.include_tasks: %(root)s/tests/playbooks/write_cell.yml
+      ansible.builtin.include_tasks: %(root)s/tests/playbooks/tasks/write_cell.yml
       vars: {cell_dest: "%(out)s/timeout.json"}
     - name: Stand in for a variant this host cannot run
       ansible.builtin.set_fact:
@@ -67,7 +67,7 @@ CELLS = """
                             startup_timeout: 420.0, startup_timeout_from: campaign_startup_timeout}
         _campaign_server: {skipped: true, changed: false}
     - name: Write the not-applicable cell
-      ansible.builtin.include_tasks: %(root)s/tests/playbooks/write_cell.yml
+      ansible.builtin.include_tasks: %(root)s/tests/playbooks/tasks/write_cell.yml
       vars: {cell_dest: "%(out)s/not_applicable.json"}
 """
 
