@@ -5,7 +5,9 @@ Launches the embedded default's baseline (the local inventory's vLLM CPU server,
 one after another, and measures each launch's trials at one concurrency through fleetopt_bench. Right before every
 trial it times a fixed CPU workload in this process (the host probe: a pure-Python loop and small numpy matrix
 products, the two kinds of work a tiny model's engine does), so a host that slows down for minutes shows in the probe
-as it does in the trials.
+as it does in the trials; then the memory probe, a copy of a buffer far larger than the caches, which the CPU probe
+never leaves (another guest that takes the host's memory bandwidth slows this one and not the other). Last, the rank
+correlation over every trial of its throughput with each probe before it.
 
 Prints each launch's trials and probes, with what the host did during each trial (the hypervisor's steal share,
 the machine's major faults and page-cache refaults), then, for the throughput, the probe and the throughput over the
@@ -59,6 +61,30 @@ def probe():
     for _ in range(400):
         matrix = np.tanh(matrix @ matrix.T * 0.01)
     return 1.0 / (time.perf_counter() - started)
+
+
+def memory_probe(mib=256, copies=4):
+    """Bytes per second of copying a buffer far larger than the CPU's caches (higher: more memory bandwidth now).
+    The CPU probe stays in cache; this one slows where other guests take the host's memory bandwidth."""
+    source = np.ones(mib * 1024 * 1024 // 8)
+    target = np.empty_like(source)
+    started = time.perf_counter()
+    for _ in range(copies):
+        np.copyto(target, source)
+    return copies * source.nbytes / (time.perf_counter() - started)
+
+
+def rank_correlation(throughput, probes):
+    """Spearman's rho (and p) over every trial of the throughput's deviation from its arm's mean against the
+    probe's."""
+    from scipy import stats
+    xs, ys = [], []
+    for arm in throughput:
+        values = [v for launch in throughput[arm] for v in launch]
+        speeds = [p for launch in probes[arm] for p in launch]
+        xs += [v / statistics.mean(values) for v in values]
+        ys += [p / statistics.mean(speeds) for p in speeds]
+    return stats.spearmanr(xs, ys)
 
 
 def start(args, workdir, label, arm):
@@ -149,26 +175,31 @@ def main():
         return 1
     order = abba(list(arms), args.launches)
     throughput, probes = {arm: [] for arm in arms}, {arm: [] for arm in arms}
+    memory = {arm: [] for arm in arms}
     probe()  # numpy's first products set up its threads and caches; that one is not the host's speed
+    memory_probe()
     with tempfile.TemporaryDirectory(prefix="fleetopt-launch-or-host-") as tmp:
         workdir = pathlib.Path(tmp)
         try:
             for launch, arm in enumerate(order):
                 label = "launch%d" % (launch + 1)
                 server = start(args, workdir, label, arms[arm])
-                values, speeds, hosts = [], [], []
+                values, speeds, bandwidths, hosts = [], [], [], []
                 for index in range(args.trials):
                     time.sleep(SETTLE_S)
                     speeds.append(probe())
+                    bandwidths.append(memory_probe())
                     value, host = trial(args, workdir, server, label, index, arms[arm].get("client_cpus"))
                     values.append(value)
                     hosts.append(host)
                 stop(args, workdir)
                 throughput[arm].append(values)
                 probes[arm].append(speeds)
-                print("%s%s (load average %s): output tok/s %s; probe %s" % (
+                memory[arm].append(bandwidths)
+                print("%s%s (load average %s): output tok/s %s; probe %s; memory GB/s %s" % (
                     label, " (%s)" % arm if len(arms) > 1 else "", loadavg(), ", ".join("%.1f" % v for v in values),
-                    ", ".join("%.3f" % s for s in speeds)), flush=True)
+                    ", ".join("%.3f" % s for s in speeds), ", ".join("%.2f" % (b / 1e9) for b in bandwidths)),
+                    flush=True)
                 print("  meanwhile: %s" % "; ".join(hosts), flush=True)
         finally:
             stop(args, workdir)
@@ -179,9 +210,14 @@ def main():
         ratio = [[v / s for v, s in zip(values, speeds)] for values, speeds in zip(throughput[arm], probes[arm])]
         print("\n%d launches of %d trials at c=%d (%s: %s); CV in %%:" % (
             args.launches, args.trials, args.concurrency, arm, arms[arm]))
-        for name, data in (("output tok/s", throughput[arm]), ("host probe", probes[arm]), ("output tok/s / probe", ratio)):
+        for name, data in (("output tok/s", throughput[arm]), ("host probe", probes[arm]),
+                           ("memory probe", memory[arm]), ("output tok/s / probe", ratio)):
             within, between = spreads(data)
             print("  %-22s within a launch %5.1f   between launches %5.1f" % (name, within, between))
+    for name, data in (("host probe", probes), ("memory probe", memory)):
+        rho, p_value = rank_correlation(throughput, data)
+        print("each trial's throughput against the %s before it (both as a share of their arm's mean): Spearman rho "
+              "%.2f (p %.3f)" % (name, rho, p_value))
     if len(arms) > 1:
         means = {arm: statistics.mean(statistics.mean(values) for values in throughput[arm]) for arm in arms}
         print("\nmean output tok/s: tried %.1f, as it is %.1f; ratio %.3f" % (
