@@ -15,7 +15,12 @@ ROOT=${FLEETOPT_H200_ROOT:-/tmp/fleetopt-h200}
 REPO=$(cd "$(dirname "$0")/../../.." && pwd)
 CARRY=$REPO/.devcarry
 WORK=$ROOT/checkout
-CAMPAIGN=${FLEETOPT_H200_CAMPAIGN:-h200}
+# `follow` follows the campaign that the last `start` named, unless FLEETOPT_H200_CAMPAIGN names another.
+CAMPAIGN=${FLEETOPT_H200_CAMPAIGN:-}
+if [ -z "$CAMPAIGN" ] && [ "${1:-}" = follow ]; then
+  CAMPAIGN=$(cat "$ROOT/campaign" 2>/dev/null)
+fi
+CAMPAIGN=${CAMPAIGN:-h200}
 OUT=${OUT:-$ROOT/out}
 PY=$(command -v python3)
 export FLEETOPT_H200_ROOT=$ROOT PYTHONUNBUFFERED=1
@@ -65,6 +70,8 @@ start() {
   tar -xJf "$CARRY/controller/collections.tar.xz" -C ~/.ansible/collections
   cd "$WORK" || return 1
   date +%s > "$ROOT/play.started"
+  echo "$CAMPAIGN" > "$ROOT/campaign"
+  rm -f "$ROOT/follow.offset"
   # FLEETOPT_H200_ONLY=id,id runs those optimizations (with the baseline and the A/A) instead of all of tier 1.
   local select=(-e tier=1)
   [ -n "${FLEETOPT_H200_ONLY:-}" ] && select=(-e "only=$FLEETOPT_H200_ONLY")
@@ -97,6 +104,7 @@ follow() {  # seconds
   pid=$(cat "$ROOT/play.pid" 2>/dev/null)
   while :; do
     size=$(stat -c %s "$ROOT/play.log" 2>/dev/null || echo 0)
+    [ "$size" -lt "$offset" ] && offset=0  # a later start began the log anew
     if [ "$size" -gt "$offset" ]; then
       tail -c +"$((offset + 1))" "$ROOT/play.log" | head -c "$((size - offset))" | grep -vE '^(ok|skipping|included):|^$'
       offset=$size

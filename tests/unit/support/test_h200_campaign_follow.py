@@ -44,3 +44,37 @@ def test_follow_returns_once_the_campaign_has_ended(tmp_path):
                           env=dict(os.environ, FLEETOPT_H200_ROOT=str(root), OUT=str(tmp_path / "out")))
     assert done.returncode == 0, done.stderr
     assert "PLAY RECAP" in done.stdout and "campaign ended" in done.stdout
+
+
+def ended_campaign(tmp_path, log="PLAY RECAP ***\n"):
+    root = tmp_path / "h200"
+    root.mkdir()
+    (root / "play.pid").write_text("999999999\n")
+    (root / "play.log").write_text(log)
+    return root
+
+
+def follow(tmp_path, root, **env):
+    return subprocess.run(["bash", str(SCRIPT), "follow", "500"], capture_output=True, text=True, timeout=60,
+                          env=dict(os.environ, FLEETOPT_H200_ROOT=str(root), OUT=str(tmp_path / "out"), **env))
+
+
+def test_follow_collects_the_campaign_the_last_start_named(tmp_path):
+    root = ended_campaign(tmp_path)
+    for campaign in ("h200", "h200t3"):
+        (root / "checkout" / "results" / campaign).mkdir(parents=True)
+        (root / "checkout" / "results" / campaign / "report.md").write_text(campaign)
+    (root / "campaign").write_text("h200t3\n")
+    done = follow(tmp_path, root)
+    assert done.returncode == 0, done.stderr
+    listed = subprocess.run(["tar", "-tzf", str(tmp_path / "out" / "results.tar.gz")], capture_output=True, text=True,
+                            check=True).stdout.split()
+    assert "h200t3/report.md" in listed and not any(name.startswith("h200/") for name in listed), listed
+
+
+def test_follow_reads_a_play_log_that_a_new_start_began_anew(tmp_path):
+    root = ended_campaign(tmp_path, log="PLAY [Report the campaign] ***\n")
+    (root / "follow.offset").write_text("100000\n")
+    done = follow(tmp_path, root)
+    assert done.returncode == 0, done.stderr
+    assert "PLAY [Report the campaign]" in done.stdout
