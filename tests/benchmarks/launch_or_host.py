@@ -19,14 +19,19 @@ launch does (where its processes and memory land). Where the throughput over the
 launches as within them, the host does.
 
     .venv/bin/python tests/benchmarks/launch_or_host.py [--launches 4] [--trials 5] [--env VAR=VALUE ...]
-        [--try VAR=VALUE ...] [--try-placement SERVER_CPUS:CLIENT_CPUS]
+        [--placement SERVER_CPUS:CLIENT_CPUS] [--try VAR=VALUE ...] [--try-placement SERVER_CPUS:CLIENT_CPUS]
+        [--try-fixed-layout]
 
 --env adds to the server's environment (e.g. PYTHONHASHSEED=0), to try a control. With --try, the launches
 alternate in ABBA order between the server as it is (with --env) and the server with the tried environment too,
 --launches of each, and the figures are printed for both, with the ratio of their mean throughputs: a control
 and its reference measured in the same run, under the same drift of the host. --try-placement does the same with
 the tried arm's server and client placed on CPUs of their own (fleetopt_server's `cpus`, fleetopt_bench's `cpus`;
-e.g. 0:1), as campaign_server_cpus and campaign_client_cpus place them.
+e.g. 0:1), as campaign_server_cpus and campaign_client_cpus place them; --placement places both arms so.
+--try-fixed-layout runs the tried arm's server with the same memory layout at every launch: Python's string hashes
+seeded alike (PYTHONHASHSEED=0) and the kernel's address randomization off for its processes (setarch -R). Where
+its launches then agree far better than the reference's, where a launch's memory and hash tables land is what
+makes it fast or slow.
 
 A probe right after a trial measures that trial's tail, not the host: on a 2-core development machine (2026-12-06)
 it took 1.04 s right after a trial and 0.18-0.19 s five seconds later, with the idle server at 0.02-0.03 cores (0.20
@@ -88,7 +93,17 @@ def rank_correlation(throughput, probes):
 
 
 def start(args, workdir, label, arm):
-    return warmup_settle.start(args, workdir, label, arm["env"], name=NAME, cpus=arm.get("server_cpus"))
+    return warmup_settle.start(args, workdir, label, arm["env"], name=NAME, cpus=arm.get("server_cpus"),
+                               python=arm.get("python"))
+
+
+def fixed_layout_python(workdir):
+    """An interpreter command for the engine that starts it, and every process it starts, without address
+    randomization (the personality is inherited across fork and exec)."""
+    wrapper = workdir / "python-fixed-layout"
+    wrapper.write_text('#!/bin/sh\nexec setarch "$(uname -m)" -R %s "$@"\n' % ENGINE_PYTHON)
+    wrapper.chmod(0o755)
+    return wrapper
 
 
 def stop(args, workdir):
@@ -155,20 +170,28 @@ def main():
     parser.add_argument("--env", action="append", default=[], metavar="VAR=VALUE")
     parser.add_argument("--try", dest="tried", action="append", default=[], metavar="VAR=VALUE")
     parser.add_argument("--try-placement", metavar="SERVER_CPUS:CLIENT_CPUS")
+    parser.add_argument("--placement", metavar="SERVER_CPUS:CLIENT_CPUS")
+    parser.add_argument("--try-fixed-layout", action="store_true")
     args = parser.parse_args()
     if args.launches < 2 or args.trials < 2:
         parser.error("--launches and --trials must be 2 or more: the figures compare launches and their trials")
     bad = [item for item in args.env + args.tried if "=" not in item]
     if bad:
         parser.error("--env and --try take VAR=VALUE, not %s" % ", ".join(bad))
-    if args.try_placement and args.try_placement.count(":") != 1:
-        parser.error("--try-placement takes SERVER_CPUS:CLIENT_CPUS (e.g. 0:1), not %s" % args.try_placement)
+    for option, value in (("--try-placement", args.try_placement), ("--placement", args.placement)):
+        if value and value.count(":") != 1:
+            parser.error("%s takes SERVER_CPUS:CLIENT_CPUS (e.g. 0:1), not %s" % (option, value))
     env = dict(item.split("=", 1) for item in args.env)
     arms = {"as it is": {"env": env}}
-    if args.tried or args.try_placement:
+    if args.tried or args.try_placement or args.try_fixed_layout:
         arms["tried"] = {"env": dict(env, **dict(item.split("=", 1) for item in args.tried))}
+    for arm in arms.values():
+        if args.placement:
+            arm["server_cpus"], arm["client_cpus"] = args.placement.split(":")
     if args.try_placement:
         arms["tried"]["server_cpus"], arms["tried"]["client_cpus"] = args.try_placement.split(":")
+    if args.try_fixed_layout:
+        arms["tried"]["env"]["PYTHONHASHSEED"] = "0"
     missing = [str(p) for p in (ENGINE_PYTHON, MODEL_DIR / "config.json") if not p.exists()]
     if missing:
         print("the local engine is not installed (missing %s); run playbooks/setup_local.yml" % ", ".join(missing))
@@ -180,6 +203,8 @@ def main():
     memory_probe()
     with tempfile.TemporaryDirectory(prefix="fleetopt-launch-or-host-") as tmp:
         workdir = pathlib.Path(tmp)
+        if args.try_fixed_layout:
+            arms["tried"]["python"] = fixed_layout_python(workdir)
         try:
             for launch, arm in enumerate(order):
                 label = "launch%d" % (launch + 1)

@@ -49,12 +49,12 @@ def design(args):
                 warmup_per_concurrency=inventory["campaign_bench_warmup_per_concurrency"])
 
 
-def start(args, workdir, label, env=None, name="warmup-settle", cpus=None):
+def start(args, workdir, label, env=None, name="warmup-settle", cpus=None, python=None):
     """The embedded default's baseline launched through fleetopt_server (env: added to its environment; cpus: the
-    CPUs it is placed on)."""
+    CPUs it is placed on; python: another interpreter command for the engine, e.g. a wrapper)."""
     flags, base_env = variant_launch(None)
     started = dict(name=name, port=args.port, run_dir=str(workdir / "run"), stop_timeout=15, engine="vllm",
-                   python=str(ENGINE_PYTHON), model=str(MODEL_DIR), served_model_name="tiny", flags=flags,
+                   python=str(python or ENGINE_PYTHON), model=str(MODEL_DIR), served_model_name="tiny", flags=flags,
                    env=dict(base_env, **(env or {})), engine_spec=load("library/engines/vllm.yml"),
                    log_path=str(workdir / ("%s.log" % label)), startup_timeout=args.startup_timeout,
                    **({"cpus": cpus} if cpus else {}))
