@@ -3,6 +3,8 @@
 - h100-sglang-0.5.16-8b: an 8B-shaped Llama on one H100, the baseline, its A/A and a planted effect.
 - h100-sglang-0.5.16-8b-run2: the same design run again on another H100;
 - h100-sglang-0.5.16-8b-run4: and a third time, with the A/A's first launch next to the baseline's.
+- h100-sglang-0.5.16-8b-placed: the same three configurations launched once, three trials each, the server and the
+  benchmark client on CPUs of their own.
 
 Each server log they kept, read again by the watcher, gives what the live module recorded in that
 launch's cell: the start-up phases in order, ready or not, and a crash's class and phase. The report
@@ -27,6 +29,7 @@ TINY = KEPT / "h200-sglang-0.5.16"
 SHAPED = KEPT / "h100-sglang-0.5.16-8b"
 # The 8B-shaped design, run again unchanged on another machine: its verdicts must hold in each campaign.
 SHAPED_RUNS = [SHAPED, KEPT / "h100-sglang-0.5.16-8b-run2", KEPT / "h100-sglang-0.5.16-8b-run4"]
+PLACED = KEPT / "h100-sglang-0.5.16-8b-placed"
 # Every campaign kept there, so a campaign added later is replayed and its summary rebuilt too.
 CAMPAIGNS = sorted(path.parent for path in KEPT.glob("*/summary.json"))
 SPEC = yaml.safe_load((ROOT / "library" / "engines" / "sglang.yml").read_text())
@@ -57,13 +60,14 @@ def twice(*names):
 
 def test_every_kept_campaign_folder_is_rebuilt():
     assert sorted(path for path in KEPT.iterdir() if path.is_dir()) == CAMPAIGNS
-    assert {TINY, *SHAPED_RUNS} <= set(CAMPAIGNS)
+    assert {TINY, *SHAPED_RUNS, PLACED} <= set(CAMPAIGNS)
 
 
 def test_each_campaign_launched_every_variant_it_ran_twice():
     assert launched(TINY) == twice("baseline", "baseline_aa", "piecewise_cuda_graph", "planted_one_request", "planned_oom")
     for shaped in SHAPED_RUNS:
         assert launched(shaped) == twice("baseline", "baseline_aa", "planted_running_cap")
+    assert launched(PLACED) == ["baseline", "baseline_aa", "planted_running_cap"]
 
 
 @pytest.mark.parametrize("path", LAUNCHED, ids=lambda p: "%s/%s" % (campaign_of(p).name, p.stem))
@@ -88,7 +92,7 @@ def test_the_planned_failure_is_a_cuda_oom_while_the_kv_pool_is_set_up():
 
 @pytest.mark.parametrize("campaign", CAMPAIGNS, ids=lambda c: c.name)
 def test_the_baselines_ran_without_prefill_graphs(campaign):
-    for name in ("baseline", "baseline.launch2", "baseline_aa", "baseline_aa.launch2"):
+    for name in [name for name in launched(campaign) if name.split(".")[0] in ("baseline", "baseline_aa")]:
         phases = replay(campaign, cell_of(campaign, name)).phases
         assert "prefill.backend='disabled'" in phases["cuda_graph"]["info"]["piecewise_skipped_because"]
         assert "piecewise_cuda_graph" not in phases
@@ -145,10 +149,19 @@ def test_the_report_built_again_from_the_cells_gives_the_summary_the_campaign_ke
     assert same(kept, built) == []
 
 
-@pytest.mark.parametrize("shaped", SHAPED_RUNS, ids=lambda c: c.name)
+@pytest.mark.parametrize("shaped", SHAPED_RUNS + [PLACED], ids=lambda c: c.name)
 def test_on_the_8b_shaped_model_the_planted_effect_regressed_and_the_aa_resolves_the_minimum_effect(shaped, tmp_path):
     summary = built_again(shaped, tmp_path)
     verdicts = {row["variant"]: row["verdict"] for row in summary["variants"]}
     assert verdicts == {"baseline": "baseline", "planted_running_cap": "regressed", "baseline_aa": "neutral"}
     [aa] = summary["aa"]
     assert aa["verdict"] == "neutral" and aa["resolves_pct"] < summary["settings"]["min_effect_pct"]
+
+
+def test_placed_the_server_ran_on_the_cpus_it_asked_and_every_client_run_on_the_last():
+    for name in launched(PLACED):
+        cell = cell_of(PLACED, name)
+        placement = cell["launch"]["placement"]
+        assert placement["requested"] == "0-14"
+        assert placement["processes"] and {p["cpus"] for p in placement["processes"]} == {"0-14"}
+        assert {level["client_cpus"] for level in cell["levels"]} == {"15"}
