@@ -204,7 +204,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="fleetopt-launch-or-host-") as tmp:
         workdir = pathlib.Path(tmp)
         if args.try_fixed_layout:
-            arms["tried"]["python"] = fixed_layout_python(workdir)
+            arms["tried"]["python"] = str(fixed_layout_python(workdir))
         try:
             for launch, arm in enumerate(order):
                 label = "launch%d" % (launch + 1)
