@@ -132,3 +132,24 @@ def prepare(cache_plan, create=True):
     # A launch that finds nothing compiled builds every kernel itself: minutes on a GPU, seconds warm.
     result["start"] = "warm" if result["entries_before"] else "cold"
     return result
+
+
+def discard_written_since(paths, since):
+    """Remove the files under the given folders written at or after `since` (seconds since the epoch); returns
+    how many were removed.
+
+    For a start-up that never got ready: its compilers ended with it, and a kernel cut off mid-write keeps its
+    final name (torch inductor builds its .so in place), so every later launch would load it and crash. What
+    such a start-up wrote is rebuilt by the next launch instead."""
+    removed = 0
+    for path in sorted(set(paths)):
+        for folder, _subfolders, files in os.walk(path):
+            for name in files:
+                target = os.path.join(folder, name)
+                try:
+                    if os.lstat(target).st_mtime >= since:
+                        os.remove(target)
+                        removed += 1
+                except OSError:
+                    pass
+    return removed

@@ -433,6 +433,14 @@ server:
           description: Files in those folders once the server was ready (what this launch left for the next).
           type: int
           sample: 57
+        discarded:
+          returned: when a warm start-up that never got ready was stopped (time-out, crash, or a stop while starting)
+          description:
+            - Files that start-up wrote in those folders, removed once every process of it was gone.
+            - A compiler stopped mid-write leaves a cut-off kernel under its final name, which every later launch
+              would load and crash on; the next launch builds them again.
+          type: int
+          sample: 3
 placement:
   description: For C(checked), the placement checked, as cpu-list strings (null where not set), and the CPUs this host lets this user run on.
   returned: when state=checked
@@ -735,10 +743,18 @@ class Lifecycle:
         self.absorb_supervisor_status(state)
         if report["complete"]:
             self.slot.clear()
+            self.discard_unfinished_compiles(state)
         else:
             state["stop_failed"] = report
             self.slot.save(state)
         return report
+
+    def discard_unfinished_compiles(self, state):
+        """Take what a start-up that never got ready wrote out of the shared (warm) cache, once all of it is gone."""
+        cache = state.get("cache")
+        if not cache or cache.get("mode") != "warm" or state.get("status") == "ready" or self.module.check_mode:
+            return
+        cache["discarded"] = fleetopt_cache.discard_written_since(cache["env"].values(), state["launched_at"])
 
     def absorb_supervisor_status(self, state):
         status = self.slot.supervisor_status()

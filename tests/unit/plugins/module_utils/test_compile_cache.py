@@ -183,3 +183,28 @@ def test_a_malformed_compile_cache_section_fails_before_anything_is_launched(
     result = run_module("fleetopt_server", server_args(python, engine_spec=bad, cache_dir=str(tmp_path / "cache")))
     assert result["failed"] is True and "compile_cache.env.VLLM_CACHE_ROOT" in result["msg"]
     assert not (tmp_path / "outside").exists()
+
+
+@pytest.mark.parametrize("how", ["timeout", "crash"])
+def test_a_start_up_that_never_got_ready_takes_what_it_wrote_out_of_the_warm_cache(
+        scripted_python, server_args, port, tmp_path, how):
+    # A start-up stopped while it compiles (its time-out, or its crash, ends the compiler with it) can leave a
+    # truncated kernel under its final name; every later launch would load it and crash ("file too short").
+    ready = server_args(scripted_python({"lines": READY, "serve_health_on": port, "compile_into": "VLLM_CACHE_ROOT"}),
+                        cache_dir=str(tmp_path / "cache"))
+    unfinished = {"lines": READY[:1], "compile_into": "VLLM_CACHE_ROOT"}
+    unfinished.update({"exit_code": None} if how == "timeout" else {"exit_code": 1})
+    failing = server_args(scripted_python(unfinished, name="unfinished"), cache_dir=str(tmp_path / "cache"),
+                          startup_timeout=3)
+    try:
+        run_module("fleetopt_server", ready)
+        run_module("fleetopt_server", dict(ready, state="stopped"))
+        kept = sorted(os.listdir(tmp_path / "cache" / "vllm"))
+        assert len(kept) == 1
+        result = run_module("fleetopt_server", failing)
+        assert result.get("failed") and result["server"]["status"] == ("timeout" if how == "timeout" else "crashed")
+        assert result["server"]["cache"]["entries_before"] == 1
+        assert result["server"]["cache"]["discarded"] == 1
+        assert sorted(os.listdir(tmp_path / "cache" / "vllm")) == kept
+    finally:
+        run_module("fleetopt_server", dict(failing, state="stopped"))
