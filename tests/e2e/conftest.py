@@ -184,9 +184,6 @@ FEW_PROMPTS = {"campaign_bench_min_prompts": 8, "campaign_bench_prompts_per_conc
 # A test whose servers start as fast_start_env() says measures nothing it judges: no warm-up requests either (a new
 # server's first level otherwise gets 8, as many as FEW_PROMPTS measures).
 NO_WARMUP = {"campaign_bench_warmup_per_concurrency": 0, "campaign_bench_min_warmups": 0}
-# Test campaigns keep their state apart, but share one compile cache (as a host's campaigns do), so
-# torch.compile's kernels are compiled once per machine, not once per test run.
-E2E_COMPILE_CACHE = HOME / ".cache" / "fleetopt-e2e" / "vllm"
 
 
 def fast_start_env(inventory="local"):
@@ -216,7 +213,9 @@ def isolated(base, port, campaign_id, trials=1, concurrency=(1,), design=None, f
     if fast_start:
         settings.update(fast_start_settings())
     settings.update(campaign_bench_concurrency=list(concurrency), campaign_bench_trials=trials,
-                    campaign_cache_dir=str(E2E_COMPILE_CACHE),
+                    # Its own compile cache: a start-up that never gets ready takes what it wrote out of its cache,
+                    # which must not be what another test's server is compiling at that moment.
+                    campaign_cache_dir=str(base / "cache"),
                     campaign_engine_python=engine_python or counted_engine_python())
     return ["--campaign-id", campaign_id, "--results", str(base / "results"), "--artifacts", str(base / "artifacts"),
             "-e", "campaign_state_dir=%s" % (base / "state"), "-e", "campaign_port=%d" % port,
