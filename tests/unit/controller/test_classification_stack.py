@@ -173,3 +173,28 @@ def test_vllm_names_the_same_families(failure_class):
     result = feed_whole(LogWatcher(VLLM_SPEC), "\n".join(lines)).classify()
     assert result["failure_class"] == failure_class
     assert result["root_cause"] and result["remedy"]
+
+
+def test_a_kernel_cut_off_in_the_compile_cache_is_named_with_its_file():
+    """tests/fixtures/vllm/compile-cache-cut-off-0.32.0.log: fleetopt's own end-to-end torch_compile launch on vLLM
+    0.32.0 (CPU), 2026-12-07, after an earlier start-up timed out while inductor linked the kernel and left it
+    0 bytes long."""
+    result = classify.analyse(str(ROOT / "tests" / "fixtures" / "vllm" / "compile-cache-cut-off-0.32.0.log"),
+                              engine_spec("vllm"))
+    assert (result["failure_class"], result["phase"], result["verdict"]) == ("compile_cache_corrupt", "compile",
+                                                                             "crashed")
+    assert ".main.so: file too short" in result["evidence"][0]["text"]
+    assert "campaign_compile_cache=cold" in result["remedy"]
+    assert "engine_core_failed" in result["also_seen"]
+
+
+def test_sglang_names_a_kernel_cut_off_in_the_compile_cache_too():
+    text = "\n".join([
+        "[2026-03-02 10:15:03 TP0] Load weight begin. avail mem=78.50 GB",
+        "[2026-03-02 10:15:09 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+        '  File "/x/torch/_inductor/codecache.py", line 2650, in load_pybinding_async',
+        "    result = get_result()",
+        "torch._inductor.exc.InductorError: ImportError: /root/.cache/sglang/inductor/ab/cabcdef.main.so: file too short",
+    ])
+    result = feed_whole(LogWatcher(SPEC), text).classify()
+    assert result["failure_class"] == "compile_cache_corrupt"
