@@ -434,7 +434,7 @@ server:
           type: int
           sample: 57
         discarded:
-          returned: when a warm start-up that never got ready was stopped (time-out, crash, or a stop while starting)
+          returned: when a warm start-up that never got ready ended (time-out, crash, a stop while starting, or its lease)
           description:
             - Files that start-up wrote in those folders, removed once every process of it was gone.
             - A compiler stopped mid-write leaves a cut-off kernel under its final name, which every later launch
@@ -752,7 +752,8 @@ class Lifecycle:
     def discard_unfinished_compiles(self, state):
         """Take what a start-up that never got ready wrote out of the shared (warm) cache, once all of it is gone."""
         cache = state.get("cache")
-        if not cache or cache.get("mode") != "warm" or state.get("status") == "ready" or self.module.check_mode:
+        if (not cache or cache.get("mode") != "warm" or state.get("status") == "ready" or "discarded" in cache
+                or self.module.check_mode):
             return
         cache["discarded"] = fleetopt_cache.discard_written_since(cache["env"].values(), state["launched_at"])
 
@@ -1072,6 +1073,8 @@ class Lifecycle:
             }
         if not self.module.check_mode:
             self.slot.clear()
+        if not session_pids(state["sid"]):
+            self.discard_unfinished_compiles(state)
         state["status"] = "crashed"
         state["failure"] = scrub_failure(failure, self.secrets)
         self.module.exit_json(changed=not self.module.check_mode, server=public_view(state, extra={"stop": stop} if stop else None),

@@ -2,7 +2,9 @@
 cache_dir / cache_mode."""
 import json
 import os
+import signal
 import stat
+import time
 
 import pytest
 import yaml
@@ -208,3 +210,25 @@ def test_a_start_up_that_never_got_ready_takes_what_it_wrote_out_of_the_warm_cac
         assert sorted(os.listdir(tmp_path / "cache" / "vllm")) == kept
     finally:
         run_module("fleetopt_server", dict(failing, state="stopped"))
+
+
+def test_a_start_up_its_lease_stopped_takes_what_it_wrote_out_at_the_next_stop(
+        scripted_python, server_args, port, tmp_path):
+    # The controller went away while the server compiled: its lease ended the session, not fleetopt_server, so
+    # what it wrote is taken out when the next stop finds it gone.
+    starting = server_args(scripted_python({"lines": READY[:1], "compile_into": "VLLM_CACHE_ROOT", "exit_code": None}),
+                           cache_dir=str(tmp_path / "cache"), follow_slice=1.0, startup_timeout=60)
+    try:
+        server = run_module("fleetopt_server", starting)["server"]
+        assert server["status"] == "starting"
+        deadline = time.time() + 10
+        while not os.listdir(tmp_path / "cache" / "vllm") and time.time() < deadline:
+            time.sleep(0.1)
+        assert len(os.listdir(tmp_path / "cache" / "vllm")) == 1
+        os.killpg(server["sid"], signal.SIGKILL)
+        time.sleep(0.5)
+        stopped = run_module("fleetopt_server", dict(starting, state="stopped"))["server"]
+        assert stopped["cache"]["discarded"] == 1
+        assert os.listdir(tmp_path / "cache" / "vllm") == []
+    finally:
+        run_module("fleetopt_server", dict(starting, state="stopped"))
