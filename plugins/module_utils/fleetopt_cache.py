@@ -86,14 +86,21 @@ def plan(spec_env, cache_dir, mode, slot, user_env):
     return {"dir": cache_dir, "root": root, "mode": mode, "env": env, "user_env": kept}
 
 
+def _files(paths):
+    """The path of every file under the given folders (missing folders hold none)."""
+    for path in sorted(set(paths)):
+        for folder, _subfolders, files in os.walk(path):
+            for name in files:
+                yield os.path.join(folder, name)
+
+
 def count_files(paths, limit=MAX_COUNTED):
     """Files under the given folders (missing folders count nothing)."""
     total = 0
-    for path in sorted(set(paths)):
-        for _folder, _subfolders, files in os.walk(path):
-            total += len(files)
-            if total >= limit:
-                return limit
+    for _path in _files(paths):
+        total += 1
+        if total >= limit:
+            return limit
     return total
 
 
@@ -142,14 +149,11 @@ def discard_written_since(paths, since):
     final name (torch inductor builds its .so in place), so every later launch would load it and crash. What
     such a start-up wrote is rebuilt by the next launch instead."""
     removed = 0
-    for path in sorted(set(paths)):
-        for folder, _subfolders, files in os.walk(path):
-            for name in files:
-                target = os.path.join(folder, name)
-                try:
-                    if os.lstat(target).st_mtime >= since:
-                        os.remove(target)
-                        removed += 1
-                except OSError:
-                    pass
+    for target in _files(paths):
+        try:
+            if os.lstat(target).st_mtime >= since:
+                os.remove(target)
+                removed += 1
+        except OSError:
+            pass
     return removed

@@ -755,7 +755,8 @@ class Lifecycle:
         if (not cache or cache.get("mode") != "warm" or state.get("status") == "ready" or "discarded" in cache
                 or self.module.check_mode):
             return
-        cache["discarded"] = fleetopt_cache.discard_written_since(cache["env"].values(), state["launched_at"])
+        cache["discarded"] = fleetopt_cache.discard_written_since(cache["env"].values(),
+                                                                 state.get("cache_since", state["launched_at"]))
 
     def absorb_supervisor_status(self, state):
         status = self.slot.supervisor_status()
@@ -883,6 +884,9 @@ class Lifecycle:
             "secrets": self.secrets, "stop_timeout": self.p["stop_timeout"], "ready_pattern": (self.p["engine_spec"].get("ready") or {}).get("pattern"),
         }
         supervisor = install_supervisor(self.p["run_dir"])
+        # What the cache holds from here on is this launch's: the mark comes before its first process, and a
+        # file's time can trail the clock by a tick.
+        cache_since = time.time()
         try:
             proc = fleetopt_process.start_session([sys.executable, supervisor], json.dumps(config).encode("utf-8"),
                                                   self.slot.supervisor_log, cpus=cpus)
@@ -923,6 +927,7 @@ class Lifecycle:
             "cpus": cpus,
             "placement": placement_record(cpus, status["server_pid"], proc.pid, "launch"),
             "launched_at": launched_at,
+            "cache_since": cache_since,
             "label": self.p["label"],
             "status": "starting",
             "offset": 0,
