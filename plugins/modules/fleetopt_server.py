@@ -755,8 +755,8 @@ class Lifecycle:
         if (not cache or cache.get("mode") != "warm" or state.get("status") == "ready" or "discarded" in cache
                 or self.module.check_mode):
             return
-        cache["discarded"] = fleetopt_cache.discard_written_since(cache["env"].values(),
-                                                                 state.get("cache_since", state["launched_at"]))
+        since = state.get("cache_since", state["launched_at"])
+        cache["discarded"] = fleetopt_cache.discard_written_since(cache["env"].values(), since)
 
     def absorb_supervisor_status(self, state):
         status = self.slot.supervisor_status()
