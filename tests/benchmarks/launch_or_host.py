@@ -185,8 +185,8 @@ def main():
     arms = {"as it is": {"env": env}}
     if args.tried or args.try_placement or args.try_fixed_layout:
         arms["tried"] = {"env": dict(env, **dict(item.split("=", 1) for item in args.tried))}
-    for arm in arms.values():
-        if args.placement:
+    if args.placement:
+        for arm in arms.values():
             arm["server_cpus"], arm["client_cpus"] = args.placement.split(":")
     if args.try_placement:
         arms["tried"]["server_cpus"], arms["tried"]["client_cpus"] = args.try_placement.split(":")

@@ -35,17 +35,6 @@ def test_follow_waits_for_a_running_campaign_until_its_seconds_are_up(tmp_path):
     assert (pathlib.Path(tmp_path / "out" / "play.log")).read_text().startswith("PLAY")
 
 
-def test_follow_returns_once_the_campaign_has_ended(tmp_path):
-    root = tmp_path / "h200"
-    root.mkdir()
-    (root / "play.pid").write_text("999999999\n")
-    (root / "play.log").write_text("PLAY RECAP ***\n")
-    done = subprocess.run(["bash", str(SCRIPT), "follow", "500"], capture_output=True, text=True, timeout=60,
-                          env=dict(os.environ, FLEETOPT_H200_ROOT=str(root), OUT=str(tmp_path / "out")))
-    assert done.returncode == 0, done.stderr
-    assert "PLAY RECAP" in done.stdout and "campaign ended" in done.stdout
-
-
 def ended_campaign(tmp_path, log="PLAY RECAP ***\n"):
     root = tmp_path / "h200"
     root.mkdir()
@@ -54,9 +43,15 @@ def ended_campaign(tmp_path, log="PLAY RECAP ***\n"):
     return root
 
 
-def follow(tmp_path, root, **env):
+def follow(tmp_path, root):
     return subprocess.run(["bash", str(SCRIPT), "follow", "500"], capture_output=True, text=True, timeout=60,
-                          env=dict(os.environ, FLEETOPT_H200_ROOT=str(root), OUT=str(tmp_path / "out"), **env))
+                          env=dict(os.environ, FLEETOPT_H200_ROOT=str(root), OUT=str(tmp_path / "out")))
+
+
+def test_follow_returns_once_the_campaign_has_ended(tmp_path):
+    done = follow(tmp_path, ended_campaign(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert "PLAY RECAP" in done.stdout and "campaign ended" in done.stdout
 
 
 def test_follow_collects_the_campaign_the_last_start_named(tmp_path):
