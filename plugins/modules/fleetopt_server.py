@@ -317,6 +317,14 @@ server:
       description: Seconds between the ready line being written to the log (as the supervisor recorded it) and this module noticing it.
       type: float
       sample: 0.05
+    log_written_at:
+      returned: when the start-up ran past its deadline
+      description:
+        - Unix time the server last wrote to its log before it was stopped, or null for a log still empty. The message
+          says how many seconds before the deadline that was. A log still growing means a slow start (raise the
+          deadline), a long silence a start-up that may hang.
+      type: float
+      sample: 1796658265.955
     failure:
       returned: when the server crashed, was blocked or could not be launched
       description: Root cause of a crash, or null.
@@ -587,6 +595,15 @@ def http_json(url, timeout, api_key=None):
     return found if isinstance(found, dict) else None
 
 
+def log_written_at(path):
+    """When the log was last written (Unix time, ms), or None for an empty or unreadable log."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return round(stat.st_mtime, 3) if stat.st_size else None
+
+
 def public_view(state, extra=None):
     view = {
         "status": state.get("status"),
@@ -599,6 +616,7 @@ def public_view(state, extra=None):
         "startup_s": state.get("startup_s"),
         "ready_noticed_after_s": state.get("ready_noticed_after_s"),
         "ready_written_at": state.get("ready_written_at"),
+        "log_written_at": state.get("log_written_at"),
         "failure": state.get("failure"),
         "exit_code": state.get("exit_code"),
         "argv": state.get("argv_redacted"),
@@ -1036,11 +1054,18 @@ class Lifecycle:
 
     def timed_out(self, state, watcher, offset, changed):
         self._record(state, watcher, offset, "timeout")
-        state["startup_s"] = round(time.time() - state["launched_at"], 3)
+        now = time.time()
+        state["startup_s"] = round(now - state["launched_at"], 3)
+        # Still writing at the deadline (a slow start: raise the deadline) or silent for long (look for a hang).
+        state["log_written_at"] = log_written_at(state["log_path"])
+        if state["log_written_at"] is None:
+            log = "its log still empty"
+        else:
+            log = "its log last written %.0f s before" % max(0.0, now - state["log_written_at"])
         stop = self.stop_existing(state)
         self.module.fail_json(
-            msg="%s not ready after %.0f s (last phase: %s); stopped it"
-            % (self.p["engine"], self.p["startup_timeout"], watcher.phase),
+            msg="%s not ready after %.0f s (last phase: %s; %s); stopped it"
+            % (self.p["engine"], self.p["startup_timeout"], watcher.phase or "launch", log),
             changed=True, unhealthy=not stop["complete"], server=public_view(state, extra={"stop": stop}),
         )
 

@@ -3,6 +3,7 @@ server process on a real port, started and stopped by fleetopt as the real engin
 times the test sets, so that each fault lands where the test means it to on any host."""
 import json
 import os
+import re
 import signal
 import subprocess
 import threading
@@ -104,6 +105,10 @@ def test_start_up_past_the_timeout_is_a_timeout_cell_with_nothing_left_running(t
     for variant in ("baseline", "float32_compute"):
         cell = read_cell(tmp_path, "e2e-timeout", variant)
         assert cell["status"] == "timeout" and "not ready after 6 s" in cell["reason"]
+        # ... and whether the server was still writing its log when it was stopped.
+        assert re.search(r"; its log (last written \d+ s before|still empty)\); stopped it", cell["reason"]), \
+            cell["reason"]
+        assert "log_written_at" in cell["startup"]
     started = launches(scripted_engine.scenarios[0])
     assert len(started) == 2 and all(pid_gone(pid) for pid, _ in started), started
     assert processes_listening_as(port) == [], "a server process survived"

@@ -55,8 +55,10 @@ CELLS = """
                             applicable: true, flags: {}, catalog_flags: {}, cell_name: torch_compile,
                             startup_timeout: 900.0, startup_timeout_from: startup_timeout_s of torch_compile}
         _campaign_server: {failed: true, changed: true,
-                           msg: "sglang not ready after 900 s (last phase: cuda_graph); stopped it",
-                           server: {status: timeout, startup_s: 900.2, phase: cuda_graph}}
+                           msg: "sglang not ready after 900 s (last phase: cuda_graph; its log last written 2 s
+                                 before); stopped it",
+                           server: {status: timeout, startup_s: 900.2, phase: cuda_graph,
+                                    log_written_at: 1796658265.955}}
     - name: Write the timed-out cell
       ansible.builtin.include_tasks: %(root)s/tests/playbooks/tasks/write_cell.yml
       vars: {cell_dest: "%(out)s/timeout.json"}
@@ -77,8 +79,9 @@ def test_a_cell_records_the_deadline_its_launch_had_and_a_timeouts_reason_names_
     assert rc == 0, output[-6000:]
     timed_out = json.loads((tmp_path / "timeout.json").read_text())
     assert timed_out["status"] == "timeout"
-    assert timed_out["reason"] == ("sglang not ready after 900 s (last phase: cuda_graph); stopped it; "
-                                   "start-up deadline 900 s (startup_timeout_s of torch_compile)")
+    assert timed_out["reason"] == ("sglang not ready after 900 s (last phase: cuda_graph; its log last written 2 s "
+                                   "before); stopped it; start-up deadline 900 s (startup_timeout_s of torch_compile)")
+    assert timed_out["startup"]["log_written_at"] == 1796658265.955
     assert (timed_out["startup"]["startup_timeout_s"], timed_out["startup"]["startup_timeout_from"]) == (
         900.0, "startup_timeout_s of torch_compile")
     # Nothing was launched: no deadline ran.

@@ -1,6 +1,7 @@
 import json
 import os
 import pathlib
+import re
 import time
 
 from module_runner import run_module
@@ -100,6 +101,29 @@ def test_startup_timeout_stops_the_server_and_its_children(scripted_python, serv
     assert server["stop"]["killed"], "SIGTERM was ignored, so SIGKILL must have been sent"
     assert server["stop"]["remaining"] == []
     assert pid_gone(server["pid"])
+
+
+def test_a_start_up_stopped_at_its_deadline_says_when_its_log_last_grew(scripted_python, server_args):
+    """Whether the server was still writing when its deadline came (raise the deadline) or had been silent for
+    long (look for a hang) is the first thing a timed-out start-up's reader needs."""
+    python = scripted_python({"lines": [[0.1, "(EngineCore pid=1) INFO Initializing a V1 LLM engine (v0.32.0)"],
+                                        [0.1, "(Worker pid=2) INFO Starting to load model /m..."]]})
+    result = run_module("fleetopt_server", server_args(python, startup_timeout=3))
+    returned = time.time()
+    server = result["server"]
+    assert server["status"] == "timeout"
+    written = os.stat(server["log_path"]).st_mtime
+    assert server["log_written_at"] == round(written, 3)
+    quiet = re.search(r"last phase: weights; its log last written (\d+) s before\)", result["msg"])
+    assert quiet, result["msg"]
+    assert 0 <= int(quiet.group(1)) <= returned - written + 1
+
+
+def test_a_start_up_that_wrote_nothing_by_its_deadline_says_so(scripted_python, server_args):
+    result = run_module("fleetopt_server", server_args(scripted_python({"lines": [[30.0, "late"]]}), startup_timeout=2))
+    assert result["server"]["status"] == "timeout"
+    assert "(last phase: launch; its log still empty)" in result["msg"], result["msg"]
+    assert result["server"]["log_written_at"] is None
 
 
 def test_port_held_by_a_foreign_process_is_an_error_and_that_process_is_left_alone(scripted_python, server_args, port):
